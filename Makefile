@@ -1,0 +1,53 @@
+# vtaforge: the two set-up commands (`make demo`, `make test`) and the benchmark runner.
+# Everything lives in .venv; system packages the tests need are listed in APT_PACKAGES and
+# installed here (as root on Debian), never assumed.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+EXTRAS := dev
+APT_PACKAGES :=
+PYTEST_ARGS ?= -n 2
+
+.PHONY: all setup system-deps demo test lint unit bench clean
+
+all: test
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing system packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "vtaforge needs Python >= 3.11 (set PYTHON=...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+setup: system-deps $(STAMP)
+
+demo: setup
+	$(VENV)/bin/vtaforge demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+unit: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint unit
+
+bench: setup
+	@mkdir -p benchmarks/results
+	@set -e; for f in benchmarks/[!_]*.py; do \
+		echo "== $$f"; $(PY) $$f; \
+	done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,270 @@
+"""Text assembly: one line per instruction, every field named; exact round trips.
+
+The syntax, line by line (``;`` or ``#`` starts a comment)::
+
+    .config inp_width=8 wgt_width=8 ... clock_mhz=100.0   all primary parameters (optional
+                                                            when the caller supplies a config)
+    .uop_base 4096                  DRAM address of the micro-op table, in micro-ops
+    .uop dst_idx=0 src_idx=0 wgt_idx=0
+    .segment weights 0x10000        a DRAM segment at a byte address; its bytes follow in
+    .data 00ff7f80...               hex lines
+    LOAD memory_type=INP sram_base=0 dram_base=256 y_size=1 x_size=4 x_stride=4 ...
+    GEMM reset_reg=0 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1 ...
+    ALU alu_opcode=SHR use_imm=1 imm=-3 ...
+    FINISH
+
+Field names and order come from the field tables (:mod:`isa.fields`), the dependency flags last.
+Enum fields take their names, flags 0 or 1, integers any Python integer literal. Fields with a
+natural zero (flags, pads, loop factors, the immediate) may be left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import IntEnum
+
+from isa.config import AccelConfig
+from isa.encoding import encode, encode_uop
+from isa.errors import AssemblyError, ConfigError, EncodingError, ProgramError
+from isa.fields import Field, Format, InstructionSet, instruction_set
+from isa.instructions import Instruction, MemInsn, Uop
+from isa.opcodes import Opcode
+from isa.program import DramSegment, Program
+
+__all__ = ["assemble", "disassemble", "format_insn", "format_uop"]
+
+_DATA_BYTES_PER_LINE = 32
+_FLAG_NAMES = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+
+
+def _line_fields(fmt: Format) -> list[Field]:
+    """The fields a line spells out: all but the opcode, the dependency flags last."""
+    fields = [f for f in fmt.fields if f.name != "opcode"]
+    return [f for f in fields if f.name not in _FLAG_NAMES] + [
+        f for f in fields if f.name in _FLAG_NAMES
+    ]
+
+
+def _format_value(value: object) -> str:
+    if isinstance(value, IntEnum):
+        return value.name
+    if isinstance(value, bool):
+        return str(int(value))
+    return str(value)
+
+
+def _mnemonic(insn: Instruction) -> str:
+    return insn.opcode.name
+
+
+def _tables():
+    """Field names, kinds and order, which every configuration shares (only widths differ)."""
+    return instruction_set(AccelConfig())
+
+
+def format_insn(insn: Instruction) -> str:
+    """One assembly line for ``insn``, every field named."""
+    fmt = _tables().for_record(insn)
+    parts = [_mnemonic(insn)]
+    parts += [f"{f.name}={_format_value(getattr(insn, f.name))}" for f in _line_fields(fmt)]
+    return " ".join(parts)
+
+
+def format_uop(uop: Uop) -> str:
+    """One ``.uop`` line for ``uop``."""
+    return f".uop dst_idx={uop.dst_idx} src_idx={uop.src_idx} wgt_idx={uop.wgt_idx}"
+
+
+def disassemble(program: Program, *, listing: bool = False) -> str:
+    """The program as assembly text that :func:`assemble` turns back into an equal program.
+
+    With ``listing``, each instruction line ends in a comment with its index and encoded word.
+    """
+    cfg = program.config
+    params = " ".join(f"{k}={v}" for k, v in cfg.to_dict().items())
+    lines = [f"; vtaforge program for {cfg.fingerprint}", f".config {params}"]
+    lines.append(f".uop_base {program.uop_base}")
+    lines += [format_uop(u) for u in program.uops]
+    for segment in program.segments:
+        lines.append(f".segment {segment.name} {segment.address:#x}")
+        data = segment.data
+        for start in range(0, len(data), _DATA_BYTES_PER_LINE):
+            lines.append(f".data {data[start : start + _DATA_BYTES_PER_LINE].hex()}")
+    for index, insn in enumerate(program.instructions):
+        line = format_insn(insn)
+        if listing:
+            line += f"  ; [{index}] {encode(insn, cfg):#034x}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _parse_int(text: str, what: str, line: int) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise AssemblyError(line, f"{what}: {text!r} is not an integer") from None
+
+
+def _parse_assignments(tokens: list[str], line: int, context: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for token in tokens:
+        name, sep, value = token.partition("=")
+        if not sep or not name or not value:
+            raise AssemblyError(line, f"{context}: expected name=value, got {token!r}")
+        if name in values:
+            raise AssemblyError(line, f"{context}: field {name} is given twice")
+        values[name] = value
+    return values
+
+
+def _parse_field(field: Field, text: str, line: int, context: str) -> object:
+    if field.kind is bool:
+        if text not in ("0", "1"):
+            raise AssemblyError(line, f"{context}: flag {field.name}={text} must be 0 or 1")
+        return text == "1"
+    if issubclass(field.kind, IntEnum):
+        members = {m.name: m for m in field.kind}
+        if text.upper() in members:
+            return members[text.upper()]
+        raise AssemblyError(
+            line,
+            f"{context}: {field.name}={text} is not one of {', '.join(members)}",
+        )
+    return _parse_int(text, f"{context}: field {field.name}", line)
+
+
+def _parse_record(
+    fmt: Format, tokens: list[str], line: int, context: str, **fixed: object
+) -> Instruction | Uop:
+    fields = {f.name: f for f in _line_fields(fmt)}
+    values = _parse_assignments(tokens, line, context)
+    unknown = [name for name in values if name not in fields]
+    if unknown:
+        raise AssemblyError(
+            line, f"{context}: unknown field {unknown[0]} (fields: {', '.join(fields)})"
+        )
+    required = [
+        f.name
+        for f in dataclasses.fields(fmt.record)
+        if f.default is dataclasses.MISSING and f.name not in fixed
+    ]
+    missing = [name for name in required if name not in values]
+    if missing:
+        raise AssemblyError(line, f"{context}: missing field(s) {', '.join(missing)}")
+    kwargs = {
+        name: _parse_field(fields[name], value, line, context) for name, value in values.items()
+    }
+    try:
+        return fmt.record(**kwargs, **fixed)
+    except EncodingError as err:
+        raise AssemblyError(line, f"{context}: {err.detail}") from None
+
+
+def _parse_config(tokens: list[str], line: int) -> AccelConfig:
+    values = _parse_assignments(tokens, line, ".config")
+    params: dict[str, object] = {}
+    for name, text in values.items():
+        try:
+            params[name] = int(text, 0)
+        except ValueError:
+            try:
+                params[name] = float(text)
+            except ValueError:
+                raise AssemblyError(line, f".config: {name}={text} is not a number") from None
+    try:
+        return AccelConfig.from_dict(params)
+    except ConfigError as err:
+        raise AssemblyError(line, f".config: {err}") from None
+
+
+def assemble(text: str, config: AccelConfig | None = None) -> Program:
+    """Parse assembly ``text`` into a program.
+
+    The configuration comes from the text's ``.config`` line or from ``config``; when both are
+    present they must agree. Any malformed line, or a value that does not fit its field under the
+    configuration, raises AssemblyError with the 1-based line number.
+    """
+    cfg_line: tuple[AccelConfig, int] | None = None
+    uop_base = 0
+    uops: list[tuple[Uop, int]] = []
+    insns: list[tuple[Instruction, int]] = []
+    segments: list[tuple[str, int, bytearray, int]] = []
+    isa = _tables()  # names and kinds; the widths of the chosen config are checked below
+    for number, raw in enumerate(text.splitlines(), start=1):
+        code = raw.split(";", 1)[0].split("#", 1)[0].strip()
+        if not code:
+            continue
+        head, *tokens = code.split()
+        keyword = head.lower()
+        if keyword == ".config":
+            if cfg_line is not None:
+                raise AssemblyError(number, f".config given twice (first on line {cfg_line[1]})")
+            cfg_line = (_parse_config(tokens, number), number)
+        elif keyword == ".uop_base":
+            if len(tokens) != 1:
+                raise AssemblyError(number, ".uop_base takes one integer")
+            uop_base = _parse_int(tokens[0], ".uop_base", number)
+        elif keyword == ".uop":
+            uops.append((_parse_record(isa.uop, tokens, number, ".uop"), number))
+        elif keyword == ".segment":
+            if len(tokens) != 2:
+                raise AssemblyError(number, ".segment takes a name and a byte address")
+            address = _parse_int(tokens[1], ".segment address", number)
+            segments.append((tokens[0], address, bytearray(), number))
+        elif keyword == ".data":
+            if not segments:
+                raise AssemblyError(number, ".data before any .segment")
+            try:
+                segments[-1][2].extend(bytes.fromhex("".join(tokens)))
+            except ValueError:
+                raise AssemblyError(number, ".data: not an even run of hex digits") from None
+        else:
+            insns.append((_parse_insn(head, tokens, number, isa), number))
+    cfg = _choose_config(cfg_line, config)
+    for insn, number in insns:
+        try:
+            encode(insn, cfg)
+        except EncodingError as err:
+            raise AssemblyError(number, f"{insn.opcode.name}: {err.detail}") from None
+    for uop, number in uops:
+        try:
+            encode_uop(uop, cfg)
+        except EncodingError as err:
+            raise AssemblyError(number, f".uop: {err.detail}") from None
+    try:
+        dram_segments = [
+            DramSegment(name, address, bytes(data)) for name, address, data, _ in segments
+        ]
+        return Program(cfg, [i for i, _ in insns], [u for u, _ in uops], uop_base, dram_segments)
+    except ProgramError as err:
+        last = segments[-1][3] if segments else 1
+        raise AssemblyError(last, str(err)) from None
+
+
+def _parse_insn(head: str, tokens: list[str], number: int, isa: InstructionSet) -> Instruction:
+    try:
+        opcode = Opcode[head.upper()]
+    except KeyError:
+        names = ", ".join(op.name for op in Opcode)
+        raise AssemblyError(
+            number, f"unknown mnemonic {head!r} (expected {names} or a directive)"
+        ) from None
+    fmt = isa.for_opcode(opcode)
+    fixed = {"opcode": opcode} if fmt.record is MemInsn else {}
+    return _parse_record(fmt, tokens, number, opcode.name, **fixed)
+
+
+def _choose_config(
+    cfg_line: tuple[AccelConfig, int] | None, config: AccelConfig | None
+) -> AccelConfig:
+    if cfg_line is None:
+        if config is None:
+            raise AssemblyError(1, "no .config line and no configuration given")
+        return config
+    cfg, number = cfg_line
+    if config is not None and cfg != config:
+        raise AssemblyError(
+            number,
+            f".config describes {cfg.fingerprint} but {config.fingerprint} was requested",
+        )
+    return cfg

@@ -1,0 +1,509 @@
+"""``AccelConfig``: the one place where the accelerator's hardware numbers are written.
+
+A configuration stores only *primary* parameters: data widths, the GEMM core's shape, buffer sizes
+in bytes, the AXI data width, the clock, and the widths of the instruction fields that do not
+follow from buffer sizes. Everything else (element sizes, buffer depths, index widths, the
+instruction layouts of :mod:`isa.fields`) is derived from them, so changing one value changes
+every consumer consistently: the encoder, the simulators, the Amaranth hardware and the compiler.
+
+The default values are VTA's PYNQ configuration (vta-facts 1.1), and for it the instruction
+layout equals VTA's ``hw_spec.h`` bit for bit. Configurations are frozen, hashable, validated on
+construction (:class:`~isa.errors.ConfigError` names the parameter, value and rule), saved as JSON,
+and read from VTA's own ``vta_config.json`` files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isa.errors import ConfigError
+from isa.opcodes import MemId
+
+__all__ = ["INSN_WIDTH", "UOP_WIDTH", "AccelConfig"]
+
+#: Every instruction is 128 bits wide (VTA_INS_WIDTH).
+INSN_WIDTH = 128
+#: Every micro-op is 32 bits wide (VTA_UOP_WIDTH); its fields must fit.
+UOP_WIDTH = 32
+#: Width of the opcode field and of the memory-type and ALU-opcode fields (HW_VER 0.0.2).
+OPCODE_BITS = 3
+MEMOP_ID_BITS = 3
+ALU_OPCODE_BITS = 3
+#: ACC_8BIT loads read 8-bit integers from DRAM, whatever the configured input width.
+ACC_8BIT_WIDTH = 8
+
+# VTA's pkg_config.py: targets other than these fall back to the PYNQ values, as VTA does.
+_VTA_TARGETS: dict[str, tuple[int, float]] = {
+    "ultra96": (128, 333.0),
+    "zcu104": (128, 333.0),
+    "de10nano": (64, 100.0),
+    "pynq": (64, 100.0),
+}
+_VTA_FALLBACK_TARGET = "pynq"
+# Keys of vta_config.json files that describe the build or the runtime, not the architecture.
+_VTA_IGNORED_KEYS = frozenset({"TARGET", "HW_VER", "HW_CLK_TARGET", "ACC_DEP_DISTANCE"})
+
+
+def _is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def _log2(value: int) -> int:
+    return value.bit_length() - 1
+
+
+@dataclass(frozen=True)
+class AccelConfig:
+    """A VTA-style accelerator configuration (primary parameters only; see the module doc).
+
+    Sizes are in bytes and widths in bits. Use :meth:`preset` for the named configurations and
+    :meth:`replace` to derive a variant: both validate.
+    """
+
+    # Data widths (bits). Outputs have the input width, as in VTA.
+    inp_width: int = 8
+    wgt_width: int = 8
+    acc_width: int = 32
+    # GEMM core shape: BATCH x BLOCK_IN inputs times BLOCK_IN x BLOCK_OUT weights per cycle.
+    batch: int = 1
+    block_in: int = 16
+    block_out: int = 16
+    # On-chip buffer sizes (bytes).
+    uop_buff_size: int = 32 * 1024
+    inp_buff_size: int = 32 * 1024
+    wgt_buff_size: int = 256 * 1024
+    acc_buff_size: int = 128 * 1024
+    # Platform.
+    axi_width: int = 64
+    clock_mhz: float = 100.0
+    # Instruction fields whose widths do not follow from the buffers (VTA hw_spec_const.h).
+    sram_addr_bits: int = 16
+    dram_addr_bits: int = 32
+    mem_size_bits: int = 16
+    mem_stride_bits: int = 16
+    mem_pad_bits: int = 4
+    loop_iter_bits: int = 14
+    alu_imm_bits: int = 16
+
+    # ------------------------------------------------------------------ construction
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "clock_mhz":
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise ConfigError(f.name, value, "must be a number of MHz")
+                object.__setattr__(self, f.name, float(value))
+            elif isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f.name, value, "must be an integer")
+        self._validate()
+
+    def _validate(self) -> None:
+        for name in ("inp_width", "wgt_width"):
+            value = getattr(self, name)
+            if not (_is_pow2(value) and 8 <= value <= 32):
+                raise ConfigError(
+                    name, value, "must be a power of two from 8 to 32 (DRAM is byte-addressed)"
+                )
+        if not (_is_pow2(self.acc_width) and 8 <= self.acc_width <= 64):
+            raise ConfigError("acc_width", self.acc_width, "must be a power of two from 8 to 64")
+        for name in ("batch", "block_in", "block_out"):
+            value = getattr(self, name)
+            if not (_is_pow2(value) and value <= 1024):
+                raise ConfigError(name, value, "must be a power of two from 1 to 1024")
+        dot_bits = self.inp_width + self.wgt_width + _log2(self.block_in)
+        if self.acc_width < dot_bits:
+            raise ConfigError(
+                "acc_width",
+                self.acc_width,
+                f"too narrow for a full dot product: inp_width + wgt_width + log2(block_in) "
+                f"= {self.inp_width} + {self.wgt_width} + {_log2(self.block_in)} = {dot_bits} bits",
+            )
+        for name, mem in (
+            ("uop_buff_size", MemId.UOP),
+            ("inp_buff_size", MemId.INP),
+            ("wgt_buff_size", MemId.WGT),
+            ("acc_buff_size", MemId.ACC),
+        ):
+            size = getattr(self, name)
+            elem = self.elem_bytes(mem)
+            if not _is_pow2(size):
+                raise ConfigError(name, size, "must be a power of two (bytes)")
+            if size < 2 * elem:
+                raise ConfigError(
+                    name, size, f"must hold at least two {mem.name} elements of {elem} bytes"
+                )
+        if not (_is_pow2(self.axi_width) and 32 <= self.axi_width <= 1024):
+            raise ConfigError("axi_width", self.axi_width, "must be a power of two from 32 to 1024")
+        if not (0.0 < self.clock_mhz <= 1000.0) or math.isnan(self.clock_mhz):
+            raise ConfigError("clock_mhz", self.clock_mhz, "must be in (0, 1000] MHz")
+        for name in (
+            "sram_addr_bits",
+            "dram_addr_bits",
+            "mem_size_bits",
+            "mem_stride_bits",
+            "mem_pad_bits",
+            "loop_iter_bits",
+        ):
+            value = getattr(self, name)
+            if not 1 <= value <= 64:
+                raise ConfigError(name, value, "must be from 1 to 64 bits")
+        if not 2 <= self.alu_imm_bits <= self.acc_width:
+            raise ConfigError(
+                "alu_imm_bits", self.alu_imm_bits, f"must be from 2 to acc_width={self.acc_width}"
+            )
+        widest = max(
+            self.log_uop_buff_depth,
+            self.log_inp_buff_depth,
+            self.log_wgt_buff_depth,
+            self.log_acc_buff_depth,
+        )
+        if self.sram_addr_bits < widest:
+            raise ConfigError(
+                "sram_addr_bits",
+                self.sram_addr_bits,
+                f"cannot address every buffer row: the deepest buffer needs {widest} bits",
+            )
+        # The instruction and micro-op layouts must fit their words; isa.fields checks that.
+        from isa.fields import instruction_set  # local: fields derives from this class
+
+        instruction_set(self)
+
+    def replace(self, **changes: Any) -> AccelConfig:
+        """Return a validated copy with ``changes`` applied (unknown names raise ConfigError)."""
+        return AccelConfig.from_dict({**self.to_dict(), **changes})
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def out_width(self) -> int:
+        """Width of an output element: the input width (VTA's LOG_OUT_WIDTH)."""
+        return self.inp_width
+
+    @property
+    def uop_elem_bytes(self) -> int:
+        return UOP_WIDTH // 8
+
+    @property
+    def inp_elem_bytes(self) -> int:
+        """Bytes of one INP element: a BATCH x BLOCK_IN input block."""
+        return self.batch * self.block_in * self.inp_width // 8
+
+    @property
+    def wgt_elem_bytes(self) -> int:
+        """Bytes of one WGT element: a BLOCK_OUT x BLOCK_IN weight block (stored transposed)."""
+        return self.block_out * self.block_in * self.wgt_width // 8
+
+    @property
+    def acc_elem_bytes(self) -> int:
+        """Bytes of one ACC element: a BATCH x BLOCK_OUT accumulator block."""
+        return self.batch * self.block_out * self.acc_width // 8
+
+    @property
+    def out_elem_bytes(self) -> int:
+        """Bytes of one OUT element: a BATCH x BLOCK_OUT output block."""
+        return self.batch * self.block_out * self.out_width // 8
+
+    @property
+    def acc8_elem_bytes(self) -> int:
+        """Bytes of one ACC_8BIT DRAM element: BATCH x BLOCK_OUT 8-bit integers."""
+        return self.batch * self.block_out * ACC_8BIT_WIDTH // 8
+
+    @property
+    def out_buff_size(self) -> int:
+        """Bytes of the OUT buffer, which shares the accumulator's depth."""
+        return self.acc_buff_size * self.out_width // self.acc_width
+
+    @property
+    def uop_buff_depth(self) -> int:
+        return self.uop_buff_size // self.uop_elem_bytes
+
+    @property
+    def inp_buff_depth(self) -> int:
+        return self.inp_buff_size // self.inp_elem_bytes
+
+    @property
+    def wgt_buff_depth(self) -> int:
+        return self.wgt_buff_size // self.wgt_elem_bytes
+
+    @property
+    def acc_buff_depth(self) -> int:
+        return self.acc_buff_size // self.acc_elem_bytes
+
+    @property
+    def out_buff_depth(self) -> int:
+        return self.acc_buff_depth
+
+    @property
+    def log_uop_buff_depth(self) -> int:
+        """Index width of the micro-op buffer."""
+        return _log2(self.uop_buff_depth)
+
+    @property
+    def log_inp_buff_depth(self) -> int:
+        """Index width of the input buffer."""
+        return _log2(self.inp_buff_depth)
+
+    @property
+    def log_wgt_buff_depth(self) -> int:
+        """Index width of the weight buffer."""
+        return _log2(self.wgt_buff_depth)
+
+    @property
+    def log_acc_buff_depth(self) -> int:
+        """Index width of the accumulator (and OUT) buffer."""
+        return _log2(self.acc_buff_depth)
+
+    @property
+    def shr_arg_bits(self) -> int:
+        """Bits of the ALU operand that a shift uses (VTA_SHR_ARG_BIT_WIDTH = log2 acc_width)."""
+        return _log2(self.acc_width)
+
+    @property
+    def bus_bytes(self) -> int:
+        """Bytes per AXI data beat."""
+        return self.axi_width // 8
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """Multiply-accumulates the GEMM core performs per cycle at II=1."""
+        return self.batch * self.block_in * self.block_out
+
+    @property
+    def peak_gops(self) -> float:
+        """Peak GEMM throughput in giga-operations per second (a MAC counts as two ops)."""
+        return 2 * self.macs_per_cycle * self.clock_mhz / 1000.0
+
+    def elem_bytes(self, mem: MemId) -> int:
+        """Bytes of one DRAM element of memory type ``mem`` (the unit of ``dram_base``)."""
+        return {
+            MemId.UOP: self.uop_elem_bytes,
+            MemId.WGT: self.wgt_elem_bytes,
+            MemId.INP: self.inp_elem_bytes,
+            MemId.ACC: self.acc_elem_bytes,
+            MemId.OUT: self.out_elem_bytes,
+            MemId.ACC_8BIT: self.acc8_elem_bytes,
+        }[MemId(mem)]
+
+    def buffer_depth(self, mem: MemId) -> int:
+        """Rows of the on-chip buffer that memory type ``mem`` reads or writes."""
+        return {
+            MemId.UOP: self.uop_buff_depth,
+            MemId.WGT: self.wgt_buff_depth,
+            MemId.INP: self.inp_buff_depth,
+            MemId.ACC: self.acc_buff_depth,
+            MemId.OUT: self.out_buff_depth,
+            MemId.ACC_8BIT: self.acc_buff_depth,
+        }[MemId(mem)]
+
+    @property
+    def fingerprint(self) -> str:
+        """A name for artefacts built for this configuration.
+
+        VTA's bitstream name (``1x16_i8w8a32_15_15_18_17`` for the default), extended only where
+        this configuration leaves VTA's parameter space: unequal block sizes, a bus width or clock
+        other than PYNQ's, or changed instruction-field widths.
+        """
+        block = (
+            f"{self.block_in}"
+            if self.block_in == self.block_out
+            else f"{self.block_in}x{self.block_out}"
+        )
+        name = (
+            f"{self.batch}x{block}_i{self.inp_width}w{self.wgt_width}a{self.acc_width}"
+            f"_{_log2(self.uop_buff_size)}_{_log2(self.inp_buff_size)}"
+            f"_{_log2(self.wgt_buff_size)}_{_log2(self.acc_buff_size)}"
+        )
+        if self.axi_width != 64:
+            name += f"_bus{self.axi_width}"
+        if self.clock_mhz != 100.0:
+            name += f"_{self.clock_mhz:g}mhz"
+        isa_widths = {f: getattr(self, f) for f in _ISA_WIDTH_FIELDS}
+        if isa_widths != _VTA_ISA_WIDTHS:
+            digest = hashlib.sha256(json.dumps(isa_widths, sort_keys=True).encode()).hexdigest()
+            name += f"_isa{digest[:8]}"
+        return name
+
+    # ------------------------------------------------------------------ presets and files
+    @classmethod
+    def preset(cls, name: str) -> AccelConfig:
+        """Return the named preset; :meth:`preset_names` lists them."""
+        try:
+            params = _PRESETS[name]
+        except KeyError:
+            raise ConfigError(
+                "preset", name, f"unknown preset; choose one of {', '.join(_PRESETS)}"
+            ) from None
+        return cls(**params)
+
+    @staticmethod
+    def preset_names() -> tuple[str, ...]:
+        return tuple(_PRESETS)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All primary parameters, by name."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any]) -> AccelConfig:
+        """Build from primary parameters; missing ones take the defaults, unknown ones raise."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in params:
+            if key not in known:
+                raise ConfigError(str(key), params[key], "not a configuration parameter")
+        return cls(**params)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "<json>") -> AccelConfig:
+        """Parse our JSON format, or VTA's ``vta_config.json`` format (recognised by its keys)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ConfigError("file", source, f"not valid JSON ({err})") from None
+        if not isinstance(data, dict):
+            raise ConfigError("file", source, "must hold a JSON object of parameters")
+        if any(str(key).startswith("LOG_") for key in data):
+            return cls._from_vta_dict(data)
+        return cls.from_dict(data)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> AccelConfig:
+        """Read a configuration file in our JSON format or in VTA's."""
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise ConfigError("file", str(path), f"cannot be read ({err.strerror})") from None
+        return cls.from_json(text, source=str(path))
+
+    @classmethod
+    def from_vta_json(cls, path: str | Path) -> AccelConfig:
+        """Read one of VTA's own ``vta_config.json`` files, unchanged."""
+        return cls.load(path)
+
+    @classmethod
+    def resolve(cls, spec: str | Path | AccelConfig) -> AccelConfig:
+        """A configuration from a preset name, a file path, or an existing configuration."""
+        if isinstance(spec, AccelConfig):
+            return spec
+        if str(spec) in _PRESETS:
+            return cls.preset(str(spec))
+        if Path(spec).exists():
+            return cls.load(spec)
+        raise ConfigError(
+            "config",
+            str(spec),
+            f"neither a preset ({', '.join(_PRESETS)}) nor an existing file",
+        )
+
+    @classmethod
+    def _from_vta_dict(cls, data: dict[str, Any]) -> AccelConfig:
+        def log_value(key: str) -> int:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 40:
+                raise ConfigError(key, value, "must be a small non-negative integer (a log2)")
+            return value
+
+        required = [
+            "LOG_INP_WIDTH",
+            "LOG_WGT_WIDTH",
+            "LOG_ACC_WIDTH",
+            "LOG_BATCH",
+            "LOG_UOP_BUFF_SIZE",
+            "LOG_INP_BUFF_SIZE",
+            "LOG_WGT_BUFF_SIZE",
+            "LOG_ACC_BUFF_SIZE",
+        ]
+        if "LOG_BLOCK" in data:
+            required.append("LOG_BLOCK")
+        else:
+            required += ["LOG_BLOCK_IN", "LOG_BLOCK_OUT"]
+        for key in required:
+            if key not in data:
+                raise ConfigError(key, None, "missing from the VTA configuration file")
+        optional = {"LOG_OUT_WIDTH", "LOG_OUT_BUFF_SIZE", "HW_FREQ", "LOG_BLOCK"}
+        for key in data:
+            if key not in required and key not in optional and key not in _VTA_IGNORED_KEYS:
+                raise ConfigError(key, data[key], "not a key of VTA's vta_config.json")
+        block_in = 1 << log_value("LOG_BLOCK" if "LOG_BLOCK" in data else "LOG_BLOCK_IN")
+        block_out = 1 << log_value("LOG_BLOCK" if "LOG_BLOCK" in data else "LOG_BLOCK_OUT")
+        target = str(data.get("TARGET", _VTA_FALLBACK_TARGET))
+        axi_width, clock = _VTA_TARGETS.get(target, _VTA_TARGETS[_VTA_FALLBACK_TARGET])
+        if "HW_FREQ" in data:
+            clock = data["HW_FREQ"]
+        cfg = cls(
+            inp_width=1 << log_value("LOG_INP_WIDTH"),
+            wgt_width=1 << log_value("LOG_WGT_WIDTH"),
+            acc_width=1 << log_value("LOG_ACC_WIDTH"),
+            batch=1 << log_value("LOG_BATCH"),
+            block_in=block_in,
+            block_out=block_out,
+            uop_buff_size=1 << log_value("LOG_UOP_BUFF_SIZE"),
+            inp_buff_size=1 << log_value("LOG_INP_BUFF_SIZE"),
+            wgt_buff_size=1 << log_value("LOG_WGT_BUFF_SIZE"),
+            acc_buff_size=1 << log_value("LOG_ACC_BUFF_SIZE"),
+            axi_width=axi_width,
+            clock_mhz=clock,
+        )
+        if "LOG_OUT_WIDTH" in data and log_value("LOG_OUT_WIDTH") != _log2(cfg.out_width):
+            raise ConfigError(
+                "LOG_OUT_WIDTH", data["LOG_OUT_WIDTH"], "must equal LOG_INP_WIDTH (as in VTA)"
+            )
+        if "LOG_OUT_BUFF_SIZE" in data and log_value("LOG_OUT_BUFF_SIZE") != _log2(
+            cfg.out_buff_size
+        ):
+            raise ConfigError(
+                "LOG_OUT_BUFF_SIZE",
+                data["LOG_OUT_BUFF_SIZE"],
+                "must equal LOG_ACC_BUFF_SIZE + LOG_OUT_WIDTH - LOG_ACC_WIDTH",
+            )
+        return cfg
+
+
+_ISA_WIDTH_FIELDS = (
+    "sram_addr_bits",
+    "dram_addr_bits",
+    "mem_size_bits",
+    "mem_stride_bits",
+    "mem_pad_bits",
+    "loop_iter_bits",
+    "alu_imm_bits",
+)
+_VTA_ISA_WIDTHS = {
+    f.name: f.default for f in dataclasses.fields(AccelConfig) if f.name in _ISA_WIDTH_FIELDS
+}
+
+_PRESETS: dict[str, dict[str, Any]] = {
+    # VTA's PYNQ configuration (vta-facts 1.1).
+    "default": {},
+    # A 1x4x4 core with small buffers: fast to simulate as RTL, still exercises every feature.
+    "tiny": {
+        "block_in": 4,
+        "block_out": 4,
+        "uop_buff_size": 4 * 1024,
+        "inp_buff_size": 1024,
+        "wgt_buff_size": 4 * 1024,
+        "acc_buff_size": 4 * 1024,
+    },
+    # VTA's Ultra96 / ZCU104 samples: the default core on a 128-bit bus at 333 MHz.
+    "ultra96": {"axi_width": 128, "clock_mhz": 333.0},
+    # A 1x32x32 core (4x the MACs of the default) with doubled buffers and a 128-bit bus.
+    "large": {
+        "block_in": 32,
+        "block_out": 32,
+        "inp_buff_size": 64 * 1024,
+        "wgt_buff_size": 512 * 1024,
+        "acc_buff_size": 256 * 1024,
+        "axi_width": 128,
+        "clock_mhz": 200.0,
+    },
+}

@@ -1,0 +1,230 @@
+"""The ``vtaforge`` command line.
+
+Subcommands are plain records in :data:`COMMANDS` (name, help, argument setup, handler); a
+handler returns the exit status. Every vtaforge error is reported on one line with exit status 1,
+never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from isa import (
+    AccelConfig,
+    Program,
+    VtaforgeError,
+    assemble,
+    disassemble,
+    encode_uop,
+    instruction_set,
+)
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: ``configure`` adds its arguments, ``run`` executes it."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _config_arg(parser: argparse.ArgumentParser, default: str | None = "default") -> None:
+    parser.add_argument(
+        "--config",
+        default=default,
+        metavar="PRESET|FILE",
+        help=f"a preset ({', '.join(AccelConfig.preset_names())}) or a JSON file (ours or "
+        f"VTA's vta_config.json)",
+    )
+
+
+# ---------------------------------------------------------------------- config show
+def _configure_config(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    show = sub.add_parser("show", help="print a configuration's parameters and derived values")
+    show.add_argument("spec", nargs="?", default="default", metavar="PRESET|FILE")
+    show.add_argument("--json", action="store_true", help="print our JSON format instead")
+
+
+def _run_config(args: argparse.Namespace) -> int:
+    cfg = AccelConfig.resolve(args.spec)
+    if args.json:
+        print(cfg.to_json(), end="")
+        return 0
+    print(f"configuration {cfg.fingerprint}")
+    print("primary parameters:")
+    for key, value in cfg.to_dict().items():
+        print(f"  {key:<18} {value}")
+    derived = {
+        "out_width": cfg.out_width,
+        "inp_elem_bytes": cfg.inp_elem_bytes,
+        "wgt_elem_bytes": cfg.wgt_elem_bytes,
+        "acc_elem_bytes": cfg.acc_elem_bytes,
+        "out_elem_bytes": cfg.out_elem_bytes,
+        "uop_buff_depth": cfg.uop_buff_depth,
+        "inp_buff_depth": cfg.inp_buff_depth,
+        "wgt_buff_depth": cfg.wgt_buff_depth,
+        "acc_buff_depth": cfg.acc_buff_depth,
+        "out_buff_size": cfg.out_buff_size,
+        "index bits uop/inp/wgt/acc": (
+            f"{cfg.log_uop_buff_depth}/{cfg.log_inp_buff_depth}/"
+            f"{cfg.log_wgt_buff_depth}/{cfg.log_acc_buff_depth}"
+        ),
+        "bus_bytes": cfg.bus_bytes,
+        "macs_per_cycle": cfg.macs_per_cycle,
+        "peak_gops": f"{cfg.peak_gops:g}",
+    }
+    print("derived values:")
+    for key, value in derived.items():
+        print(f"  {key:<26} {value}")
+    return 0
+
+
+# ---------------------------------------------------------------------- isa layout
+def _configure_isa(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    layout = sub.add_parser("layout", help="print every instruction format's bit layout")
+    _config_arg(layout)
+
+
+def _run_isa(args: argparse.Namespace) -> int:
+    cfg = AccelConfig.resolve(args.config)
+    isa = instruction_set(cfg)
+    print(f"# Instruction formats of {cfg.fingerprint}\n")
+    for fmt in (*isa.instruction_formats, isa.uop):
+        print(f"## {fmt.name} ({fmt.width} bits)\n\n{fmt.table()}\n")
+    return 0
+
+
+# ---------------------------------------------------------------------- asm / disasm
+def _configure_asm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", type=Path, metavar="FILE.s")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.bin")
+    _config_arg(parser, default=None)
+    parser.epilog = "Without --config the source's .config line decides."
+
+
+def _run_asm(args: argparse.Namespace) -> int:
+    text = _read_text(args.source)
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = assemble(text, config)
+    program.save(args.output)
+    print(
+        f"{args.output}: {len(program.instructions)} instructions, {len(program.uops)} micro-ops, "
+        f"{len(program.segments)} segments for {program.fingerprint}"
+    )
+    return 0
+
+
+def _configure_disasm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("binary", type=Path, metavar="FILE.bin")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE.s")
+    parser.add_argument(
+        "--listing", action="store_true", help="add each instruction's index and encoded word"
+    )
+    _config_arg(parser, default=None)
+    parser.epilog = "With --config, a program built for another configuration is refused."
+
+
+def _run_disasm(args: argparse.Namespace) -> int:
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = Program.load(args.binary, config=config)
+    text = disassemble(program, listing=args.listing)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise _CliError(f"{path}: cannot be read ({err})") from None
+
+
+# ---------------------------------------------------------------------- demo
+def _configure_demo(parser: argparse.ArgumentParser) -> None:
+    _config_arg(parser)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from runtime.demo import demo_gemm_program
+
+    cfg = AccelConfig.resolve(args.config)
+    program = demo_gemm_program(cfg)
+    print(f"Demo: a 4x4-block GEMM with a >>8, relu, clip epilogue on {cfg.fingerprint}")
+    print(
+        f"({cfg.macs_per_cycle} MACs/cycle, peak {cfg.peak_gops:g} GOPS at {cfg.clock_mhz:g} MHz)\n"
+    )
+    print("Disassembly (each line ends with its index and 128-bit word):")
+    body = [
+        line
+        for line in disassemble(program, listing=True).splitlines()
+        if not line.startswith(".data")
+    ]
+    print("\n".join(body))
+    print("\nMicro-op words:")
+    for index, uop in enumerate(program.uops):
+        print(f"  [{index}] {encode_uop(uop, cfg):#010x}")
+    print(
+        f"\nInstruction stream in DRAM ({len(program.instruction_bytes())} bytes, little-endian):"
+    )
+    stream = program.instruction_bytes()
+    for start in range(0, len(stream), 16):
+        print(f"  {start:#06x}: {stream[start : start + 16].hex(' ')}")
+    same_text = assemble(disassemble(program)) == program
+    same_binary = Program.from_bytes(program.to_bytes()) == program
+    print(
+        f"\nround trips: assembly {'ok' if same_text else 'FAILED'}, "
+        f"binary {'ok' if same_binary else 'FAILED'}"
+    )
+    return 0 if same_text and same_binary else 1
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("config", "show configurations", _configure_config, _run_config),
+    Command("isa", "show the instruction formats", _configure_isa, _run_isa),
+    Command("asm", "assemble a text program into a binary", _configure_asm, _run_asm),
+    Command("disasm", "disassemble a binary program", _configure_disasm, _run_disasm),
+    Command("demo", "run the demo (what `make demo` runs)", _configure_demo, _run_demo),
+)
+
+
+class _CliError(VtaforgeError):
+    """A command-line problem outside the library (an unreadable file)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vtaforge",
+        description="Hardware/software co-design toolkit for VTA-style accelerators.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.configure(sub.add_parser(command.name, help=command.help))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = build_parser().parse_args(argv)
+    handler = {c.name: c.run for c in COMMANDS}[args.command]
+    try:
+        return handler(args)
+    except VtaforgeError as err:
+        print(f"vtaforge {args.command}: error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
