@@ -5,7 +5,14 @@ runtime) derives widths and layouts from an :class:`AccelConfig` through this pa
 """
 
 from isa.assembly import assemble, disassemble, format_insn, format_uop
-from isa.config import INSN_WIDTH, UOP_WIDTH, AccelConfig
+from isa.config import (
+    ACC_RAW_WINDOW,
+    INSN_WIDTH,
+    MUL_ARG_BITS,
+    TOKEN_COUNTER_BITS,
+    UOP_WIDTH,
+    AccelConfig,
+)
 from isa.encoding import (
     INSN_BYTES,
     UOP_BYTES,
@@ -31,8 +38,11 @@ from isa.opcodes import AluOp, MemId, Opcode, Stage
 from isa.program import DramSegment, Program, check_config
 
 __all__ = [
+    "ACC_RAW_WINDOW",
     "INSN_BYTES",
     "INSN_WIDTH",
+    "MUL_ARG_BITS",
+    "TOKEN_COUNTER_BITS",
     "UOP_BYTES",
     "UOP_WIDTH",
     "AccelConfig",

@@ -25,7 +25,14 @@ from typing import Any
 from isa.errors import ConfigError
 from isa.opcodes import MemId
 
-__all__ = ["INSN_WIDTH", "UOP_WIDTH", "AccelConfig"]
+__all__ = [
+    "ACC_RAW_WINDOW",
+    "INSN_WIDTH",
+    "MUL_ARG_BITS",
+    "TOKEN_COUNTER_BITS",
+    "UOP_WIDTH",
+    "AccelConfig",
+]
 
 #: Every instruction is 128 bits wide (VTA_INS_WIDTH).
 INSN_WIDTH = 128
@@ -37,6 +44,15 @@ MEMOP_ID_BITS = 3
 ALU_OPCODE_BITS = 3
 #: ACC_8BIT loads read 8-bit integers from DRAM, whatever the configured input width.
 ACC_8BIT_WIDTH = 8
+#: The ALU's MUL uses the low 8 bits of its operand, signed (VTA_MUL_ARG_BIT_WIDTH): one DSP
+#: per lane instead of a full acc_width x acc_width multiplier.
+MUL_ARG_BITS = 8
+#: A GEMM or ALU step may not read an accumulator row that either of the two steps before it in
+#: the same instruction writes (VTA's UopKernel::VerifyDep window): the hardware pipelines the
+#: accumulator at one step per cycle without forwarding.
+ACC_RAW_WINDOW = 2
+#: Width of each dependency-token counter; a push beyond its maximum is an error.
+TOKEN_COUNTER_BITS = 16
 
 # VTA's pkg_config.py: targets other than these fall back to the PYNQ values, as VTA does.
 _VTA_TARGETS: dict[str, tuple[int, float]] = {
@@ -260,8 +276,27 @@ class AccelConfig:
 
     @property
     def shr_arg_bits(self) -> int:
-        """Bits of the ALU operand that a shift uses (VTA_SHR_ARG_BIT_WIDTH = log2 acc_width)."""
-        return _log2(self.acc_width)
+        """Low bits of the ALU operand that SHR reads, as a signed shift amount.
+
+        ``log2(acc_width) + 1`` bits reach every right shift 0..acc_width-1 and every left shift
+        1..acc_width. (VTA's HLS used ``log2(acc_width)`` signed bits, which stop at ``>> 15``.)
+        """
+        return _log2(self.acc_width) + 1
+
+    @property
+    def mul_arg_bits(self) -> int:
+        """Low bits of the ALU operand that MUL reads, as a signed factor."""
+        return MUL_ARG_BITS
+
+    @property
+    def acc_raw_window(self) -> int:
+        """Steps of one GEMM/ALU instruction whose accumulator writes a step may not read."""
+        return ACC_RAW_WINDOW
+
+    @property
+    def token_counter_bits(self) -> int:
+        """Width of each dependency-token counter."""
+        return TOKEN_COUNTER_BITS
 
     @property
     def bus_bytes(self) -> int:

@@ -72,7 +72,8 @@ def test_default_matches_vta_derived_values():
     assert cfg.macs_per_cycle == 256
     assert cfg.peak_gops == pytest.approx(51.2)
     assert cfg.bus_bytes == 8
-    assert cfg.shr_arg_bits == 5
+    assert cfg.shr_arg_bits == 6  # signed: >> 0..31 and << 1..32
+    assert cfg.mul_arg_bits == 8
 
 
 def test_presets_are_valid_and_distinct():
