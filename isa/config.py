@@ -98,6 +98,8 @@ class AccelConfig:
     # Platform.
     axi_width: int = 64
     clock_mhz: float = 100.0
+    # Depth of each module's command queue between fetch and the module (VTA: 512).
+    cmd_queue_depth: int = 512
     # Instruction fields whose widths do not follow from the buffers (VTA hw_spec_const.h).
     sram_addr_bits: int = 16
     dram_addr_bits: int = 32
@@ -156,6 +158,8 @@ class AccelConfig:
                 )
         if not (_is_pow2(self.axi_width) and 32 <= self.axi_width <= 1024):
             raise ConfigError("axi_width", self.axi_width, "must be a power of two from 32 to 1024")
+        if not 1 <= self.cmd_queue_depth <= 65536:
+            raise ConfigError("cmd_queue_depth", self.cmd_queue_depth, "must be from 1 to 65536")
         if not (0.0 < self.clock_mhz <= 1000.0) or math.isnan(self.clock_mhz):
             raise ConfigError("clock_mhz", self.clock_mhz, "must be in (0, 1000] MHz")
         for name in (
@@ -341,7 +345,7 @@ class AccelConfig:
 
         VTA's bitstream name (``1x16_i8w8a32_15_15_18_17`` for the default), extended only where
         this configuration leaves VTA's parameter space: unequal block sizes, a bus width or clock
-        other than PYNQ's, or changed instruction-field widths.
+        other than PYNQ's, another command-queue depth, or changed instruction-field widths.
         """
         block = (
             f"{self.block_in}"
@@ -357,6 +361,8 @@ class AccelConfig:
             name += f"_bus{self.axi_width}"
         if self.clock_mhz != 100.0:
             name += f"_{self.clock_mhz:g}mhz"
+        if self.cmd_queue_depth != 512:
+            name += f"_q{self.cmd_queue_depth}"
         isa_widths = {f: getattr(self, f) for f in _ISA_WIDTH_FIELDS}
         if isa_widths != _VTA_ISA_WIDTHS:
             digest = hashlib.sha256(json.dumps(isa_widths, sort_keys=True).encode()).hexdigest()
@@ -528,6 +534,7 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "inp_buff_size": 1024,
         "wgt_buff_size": 4 * 1024,
         "acc_buff_size": 4 * 1024,
+        "cmd_queue_depth": 16,
     },
     # VTA's Ultra96 / ZCU104 samples: the default core on a 128-bit bus at 333 MHz.
     "ultra96": {"axi_width": 128, "clock_mhz": 333.0},

@@ -114,6 +114,7 @@ def test_frozen_and_hashable():
         ({"clock_mhz": 0}, "clock_mhz", "MHz"),
         ({"batch": True}, "batch", "must be an integer"),
         ({"alu_imm_bits": 40}, "alu_imm_bits", "acc_width"),
+        ({"cmd_queue_depth": 0}, "cmd_queue_depth", "from 1 to 65536"),
     ],
 )
 def test_validation_names_parameter_value_and_rule(changes, parameter, rule):
@@ -246,5 +247,6 @@ def test_fingerprint_tracks_every_primary_parameter():
         base.replace(loop_iter_bits=13),
         base.replace(inp_buff_size=16 * 1024),
         base.replace(block_out=32),
+        base.replace(cmd_queue_depth=16),
     ]
     assert len({v.fingerprint for v in variants} | {base.fingerprint}) == len(variants) + 1

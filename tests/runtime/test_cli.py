@@ -20,7 +20,7 @@ def run(capsys, *argv):
 def test_config_show_preset(capsys):
     status, out, _ = run(capsys, "config", "show", "tiny")
     assert status == 0
-    assert "configuration 1x4_i8w8a32_12_10_12_12" in out
+    assert "configuration 1x4_i8w8a32_12_10_12_12_q16" in out
     assert "inp_buff_depth" in out
 
 
