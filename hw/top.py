@@ -1,15 +1,16 @@
 """``Accelerator(cfg)``: fetch, load, compute and store joined by command queues, token
 counters, the INP/WGT/OUT buffers and the memory arbiter.
 
-Interfaces: ``control`` (:class:`~hw.control.ControlSignature`, flipped) and ``mem``, the
-AXI4-shaped memory port (:class:`~hw.memport.MemPortSignature`). Fetch, load and compute share
+Interfaces: ``control`` (:class:`~hw.control.ControlSignature`, flipped), ``mem``, the
+AXI4-shaped memory port (:class:`~hw.memport.MemPortSignature`), and ``status`` (module activity
+and token counts, for debugging a program that does not finish). Fetch, load and compute share
 the read channels through a :class:`~hw.arbiter.ReadArbiter`; only store writes.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import fifo, memory, wiring
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, fifo, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from isa import INSN_WIDTH, AccelConfig, MemId
@@ -24,7 +25,7 @@ from hw.memport import MemPortSignature
 from hw.store import Store
 from hw.tokens import TokenCounter
 
-__all__ = ["TOKEN_QUEUES", "Accelerator"]
+__all__ = ["TOKEN_QUEUES", "Accelerator", "status_layout"]
 
 #: The four token counters: (name, producer module, consumer module) (SEMANTICS 2).
 TOKEN_QUEUES = (
@@ -35,12 +36,26 @@ TOKEN_QUEUES = (
 )
 
 
+def status_layout(cfg: AccelConfig) -> data.StructLayout:
+    """Debug status: which modules are busy or idle, and the four token counters."""
+    members = {"fetch_busy": unsigned(1)}
+    members.update({f"{name}_idle": unsigned(1) for name in ("load", "compute", "store")})
+    members.update({name: unsigned(cfg.token_counter_bits) for name, _, _ in TOKEN_QUEUES})
+    return data.StructLayout(members)
+
+
 class Accelerator(wiring.Component):
     """The whole accelerator for ``cfg``."""
 
     def __init__(self, cfg: AccelConfig):
         self.cfg = cfg
-        super().__init__({"control": In(ControlSignature(cfg)), "mem": Out(MemPortSignature(cfg))})
+        super().__init__(
+            {
+                "control": In(ControlSignature(cfg)),
+                "mem": Out(MemPortSignature(cfg)),
+                "status": Out(status_layout(cfg)),
+            }
+        )
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -63,6 +78,10 @@ class Accelerator(wiring.Component):
             wiring.connect(m, getattr(modules[producer], name), counter.producer)
             wiring.connect(m, getattr(modules[consumer], name), counter.consumer)
             overflow |= counter.overflow
+            m.d.comb += self.status[name].eq(counter.count)
+        m.d.comb += self.status.fetch_busy.eq(fetch.busy)
+        for name, module in modules.items():
+            m.d.comb += self.status[f"{name}_idle"].eq(module.idle)
 
         for mem, writer, reader in (
             (MemId.INP, load, compute),

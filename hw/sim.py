@@ -1,0 +1,261 @@
+"""Whole-accelerator simulation in Amaranth's simulator, with a Python memory model.
+
+:func:`simulate` runs an :class:`isa.Program` on ``Accelerator(cfg)`` the way the other
+simulators run it: it writes the program's micro-op table and segments into ``dram`` (a 1-D
+``numpy.uint8`` array indexed by byte address), runs the program to FINISH, and leaves the
+STOREs' results in ``dram``. The instruction stream is served from a read-only region just above
+``dram`` (the next 4 KiB page), so ``dram`` changes only where the program stores.
+
+:class:`MemoryTiming` shapes the memory model: read latency, and how often each channel is ready
+(random back-pressure, seeded). The default is an ideal memory: always ready, one cycle.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from isa import INSN_BYTES, AccelConfig, FinishInsn, Program, VtaforgeError, check_config
+
+from hw.top import Accelerator
+
+__all__ = ["HwSimulationError", "MemoryTiming", "SimResult", "simulate"]
+
+_PAGE = 4096
+
+
+class HwSimulationError(VtaforgeError):
+    """The RTL simulation cannot run a program or did not finish it (``status`` says where it
+    stood: module activity and token counts)."""
+
+    def __init__(self, message: str, status: dict[str, int] | None = None) -> None:
+        self.status = status or {}
+        if status:
+            message += " (" + ", ".join(f"{k}={v}" for k, v in status.items()) + ")"
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class MemoryTiming:
+    """Memory-model behaviour: each read burst's first beat comes ``read_latency`` cycles (a
+    uniform draw from the inclusive range) after its request; every cycle each channel is
+    ready, or has its next beat, with probability ``ready_probability``."""
+
+    read_latency: tuple[int, int] = (1, 1)
+    ready_probability: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        low, high = self.read_latency
+        if not 0 <= low <= high:
+            raise ValueError(f"read_latency {self.read_latency} must be 0 <= low <= high")
+        if not 0.0 < self.ready_probability <= 1.0:
+            raise ValueError(f"ready_probability {self.ready_probability} must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """``cycles``: the accelerator's cycle counter (launch to FINISH); ``read_beats`` and
+    ``write_beats``: memory-port data beats; ``wall_seconds``: host time of the simulation."""
+
+    cycles: int
+    read_beats: int
+    write_beats: int
+    wall_seconds: float
+
+    @property
+    def cycles_per_second(self) -> float:
+        """Simulated clock cycles per host second."""
+        return self.cycles / self.wall_seconds if self.wall_seconds else 0.0
+
+
+def simulate(
+    cfg: AccelConfig,
+    program: Program,
+    dram: np.ndarray,
+    *,
+    max_cycles: int = 100_000,
+    timing: MemoryTiming | None = None,
+) -> SimResult:
+    """Run ``program`` on the RTL of ``cfg``; ``dram`` is updated in place (see the module doc).
+
+    Raises ConfigMismatchError if the program was built for another configuration, ProgramError
+    if it does not fit ``dram``, and HwSimulationError if it has no FINISH, accesses memory
+    outside ``dram``, overflows a token counter or does not finish within ``max_cycles``.
+    """
+    check_config(program.config, cfg)
+    if not isinstance(dram, np.ndarray) or dram.dtype != np.uint8 or dram.ndim != 1:
+        raise HwSimulationError("dram must be a 1-D numpy array of uint8")
+    if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
+        raise HwSimulationError("the program must end with FINISH, or it never raises done")
+    program.write_to(dram)
+    model = _MemoryModel(cfg, dram, program.instruction_bytes(), timing or MemoryTiming())
+    dut = Accelerator(cfg)
+    outcome: dict[str, int] = {}
+
+    async def testbench(ctx) -> None:
+        control = dut.control
+        ctx.set(control.insn_addr, model.insn_addr)
+        ctx.set(control.insn_count, len(program.instructions))
+        ctx.set(control.start, 1)
+        await ctx.tick()
+        ctx.set(control.start, 0)
+        await model.serve(ctx, dut, max_cycles)
+        outcome["cycles"] = ctx.get(control.cycles)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    started = time.perf_counter()
+    sim.run()
+    return SimResult(
+        cycles=outcome["cycles"],
+        read_beats=model.read_beats,
+        write_beats=model.write_beats,
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+class _MemoryModel:
+    """Serves the memory port: DRAM bytes plus the instruction stream above them."""
+
+    def __init__(self, cfg: AccelConfig, dram: np.ndarray, insns: bytes, timing: MemoryTiming):
+        self.cfg = cfg
+        self.dram = dram
+        self.insn_addr = -(-len(dram) // _PAGE) * _PAGE
+        self.insns = np.frombuffer(insns, dtype=np.uint8)
+        self.timing = timing
+        self.rng = random.Random(timing.seed)
+        self.read_beats = 0
+        self.write_beats = 0
+        assert len(insns) % INSN_BYTES == 0
+
+    # ------------------------------------------------------------------ byte access
+    def _read(self, address: int, count: int) -> bytes:
+        if 0 <= address and address + count <= len(self.dram):
+            return self.dram[address : address + count].tobytes()
+        offset = address - self.insn_addr
+        if 0 <= offset and offset + count <= len(self.insns):
+            return self.insns[offset : offset + count].tobytes()
+        # A beat may run past the stream's end when the last instruction ends mid-beat.
+        if 0 <= offset < len(self.insns):
+            return self.insns[offset:].tobytes().ljust(count, b"\0")
+        raise HwSimulationError(
+            f"read of {count} bytes at {address:#x} is outside DRAM ({len(self.dram)} bytes) "
+            f"and the instruction stream"
+        )
+
+    def _write(self, address: int, data: int, strobes: int) -> None:
+        for lane in range(self.cfg.bus_bytes):
+            if strobes >> lane & 1:
+                where = address + lane
+                if not 0 <= where < len(self.dram):
+                    raise HwSimulationError(
+                        f"write to byte {where:#x} is outside DRAM ({len(self.dram)} bytes)"
+                    )
+                self.dram[where] = data >> (8 * lane) & 0xFF
+
+    def _ready(self) -> bool:
+        p = self.timing.ready_probability
+        return p >= 1.0 or self.rng.random() < p
+
+    # ------------------------------------------------------------------ the port, cycle by cycle
+    async def serve(self, ctx, dut: Accelerator, max_cycles: int) -> None:
+        mem, cfg = dut.mem, self.cfg
+        bus = cfg.bus_bytes
+        addr_mask = (1 << len(mem.ar.payload.addr)) - 1
+        len_shift = len(mem.ar.payload.addr)
+        data_mask = (1 << cfg.axi_width) - 1
+        strb_shift = cfg.axi_width
+        last_shift = cfg.axi_width + bus
+        reads: deque[list[int]] = deque()  # [first cycle, address, beats left]
+        writes: deque[list[int]] = deque()  # [address, beats left]
+        responses: deque[int] = deque()
+        cycle = 0
+        sampled = (
+            mem.ar.valid,
+            mem.ar.payload.as_value(),
+            mem.r.ready,
+            mem.aw.valid,
+            mem.aw.payload.as_value(),
+            mem.w.valid,
+            mem.w.payload.as_value(),
+            mem.b.ready,
+            dut.control.done,
+        )
+        while True:
+            cycle += 1
+            if cycle > max_cycles:
+                raise HwSimulationError(
+                    f"the program did not finish within {max_cycles} cycles",
+                    _status(ctx, dut),
+                )
+            ar_ready = self._ready()
+            r_valid = bool(reads) and reads[0][0] <= cycle and self._ready()
+            r_last = r_valid and reads[0][2] == 1
+            if r_valid:
+                beat = int.from_bytes(self._read(reads[0][1], bus), "little")
+                ctx.set(mem.r.payload.as_value(), beat | (int(r_last) << cfg.axi_width))
+            aw_ready = self._ready()
+            w_ready = bool(writes) and self._ready()
+            b_valid = bool(responses) and self._ready()
+            ctx.set(mem.ar.ready, ar_ready)
+            ctx.set(mem.r.valid, r_valid)
+            ctx.set(mem.aw.ready, aw_ready)
+            ctx.set(mem.w.ready, w_ready)
+            ctx.set(mem.b.valid, b_valid)
+            (
+                _,
+                _,
+                ar_valid,
+                ar,
+                r_ready,
+                aw_valid,
+                aw,
+                w_valid,
+                w,
+                b_ready,
+                done,
+            ) = await ctx.tick().sample(*sampled)
+            if done:
+                if ctx.get(dut.control.error):
+                    raise HwSimulationError("a dependency-token counter overflowed")
+                return
+            if ar_valid and ar_ready:
+                low, high = self.timing.read_latency
+                start = cycle + self.rng.randint(low, high)
+                reads.append([start, ar & addr_mask, (ar >> len_shift) + 1])
+            if r_valid and r_ready:
+                self.read_beats += 1
+                reads[0][1] += bus
+                reads[0][2] -= 1
+                if reads[0][2] == 0:
+                    reads.popleft()
+            if aw_valid and aw_ready:
+                writes.append([aw & addr_mask, (aw >> len_shift) + 1])
+            if w_valid and w_ready:
+                self.write_beats += 1
+                head = writes[0]
+                self._write(head[0], w & data_mask, w >> strb_shift & ((1 << bus) - 1))
+                last = w >> last_shift & 1
+                head[0] += bus
+                head[1] -= 1
+                if (head[1] == 0) != bool(last):
+                    raise HwSimulationError(
+                        f"write burst at {head[0]:#x}: last={last} with {head[1]} beats left"
+                    )
+                if last:
+                    writes.popleft()
+                    responses.append(cycle)
+            if b_valid and b_ready:
+                responses.popleft()
+
+
+def _status(ctx, dut: Accelerator) -> dict[str, int]:
+    status = dut.status
+    return {name: ctx.get(status[name]) for name in status.shape().members}
