@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS := dev,hw
-APT_PACKAGES :=
+APT_PACKAGES := yosys
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test lint unit bench clean

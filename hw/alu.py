@@ -13,9 +13,8 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig, AluOp
-
 from hw.layouts import insn_layouts, row_layouts
+from isa import AccelConfig, AluOp
 
 __all__ = ["TensorAlu"]
 

@@ -12,9 +12,8 @@ from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.memport import ReadClientSignature
+from isa import AccelConfig
 
 __all__ = ["ReadArbiter"]
 

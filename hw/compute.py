@@ -21,8 +21,6 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_WIDTH, UOP_WIDTH, AccelConfig, MemId, Opcode
-
 from hw.alu import TensorAlu
 from hw.gemm import GemmCore
 from hw.layouts import elem_bits, insn_layouts, row_layouts
@@ -31,6 +29,7 @@ from hw.memport import ReadClientSignature
 from hw.sequencer import LoopSequencer, loop_layout
 from hw.slot import InstructionSlot
 from hw.tokens import TokenPopSignature, TokenPushSignature
+from isa import INSN_WIDTH, UOP_WIDTH, AccelConfig, MemId, Opcode
 
 __all__ = ["Compute"]
 

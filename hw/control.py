@@ -13,9 +13,8 @@ from __future__ import annotations
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.layouts import byte_addr_bits
+from isa import AccelConfig
 
 __all__ = ["REGISTER_BITS", "ControlSignature"]
 

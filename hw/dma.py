@@ -13,10 +13,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.layouts import byte_addr_bits
 from hw.memport import AXI_MAX_BEATS, AXI_PAGE_BYTES, burst_layout
+from isa import AccelConfig
 
 __all__ = ["BeatPacker", "BeatUnpacker", "BurstSplitter", "row_layout"]
 

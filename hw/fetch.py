@@ -14,13 +14,12 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, MemId, Opcode
-
 from hw.control import REGISTER_BITS
 from hw.dma import BeatUnpacker
 from hw.layouts import byte_addr_bits, insn_layouts
 from hw.memport import ReadClientSignature
 from hw.rows import RowRequester
+from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, MemId, Opcode
 
 __all__ = ["Fetch"]
 

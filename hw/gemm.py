@@ -12,9 +12,8 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.layouts import row_layouts
+from isa import AccelConfig
 
 __all__ = ["GemmCore", "dot_layout"]
 

@@ -10,13 +10,12 @@ from amaranth.hdl import Module
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_WIDTH, AccelConfig, MemId
-
 from hw.layouts import insn_layouts
 from hw.loader import LoadEngine, buffer_port_signature
 from hw.memport import ReadClientSignature
 from hw.slot import InstructionSlot
 from hw.tokens import TokenPopSignature, TokenPushSignature
+from isa import INSN_WIDTH, AccelConfig, MemId
 
 __all__ = ["Load"]
 

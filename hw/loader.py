@@ -14,12 +14,11 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig, MemId
-
 from hw.dma import BeatUnpacker
 from hw.layouts import elem_bits, insn_layouts, row_layouts
 from hw.memport import ReadClientSignature
 from hw.rows import RowRequester
+from isa import AccelConfig, MemId
 
 __all__ = ["LoadEngine", "buffer_port_signature"]
 

@@ -22,9 +22,8 @@ from amaranth.hdl import Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.layouts import byte_addr_bits
+from isa import AccelConfig
 
 __all__ = [
     "AXI_LEN_BITS",

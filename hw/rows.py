@@ -15,11 +15,10 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.dma import BurstSplitter
 from hw.layouts import byte_addr_bits
 from hw.memport import AXI_MAX_BEATS, beat_span, burst_layout
+from isa import AccelConfig
 
 __all__ = ["RowRequester"]
 
@@ -95,10 +94,9 @@ class RowRequester(wiring.Component):
             self.busy.eq(walking | splitter.busy),
         ]
         with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start & (self.y_size != 0) & (self.x_size != 0)):
-                    m.d.sync += [walking.eq(1), row.eq(0), elem_addr.eq(self.dram_base)]
-                    m.next = "BURSTS"
+            with m.State("IDLE"), m.If(self.start & (self.y_size != 0) & (self.x_size != 0)):
+                m.d.sync += [walking.eq(1), row.eq(0), elem_addr.eq(self.dram_base)]
+                m.next = "BURSTS"
             with m.State("BURSTS"):
                 m.d.comb += splitter.cmd.valid.eq(1)
                 with m.If(splitter.cmd.ready):

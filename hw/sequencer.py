@@ -13,9 +13,8 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import AccelConfig
-
 from hw.layouts import insn_layouts
+from isa import AccelConfig
 
 __all__ = ["LoopSequencer", "loop_layout", "step_layout"]
 

@@ -15,16 +15,16 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from amaranth.sim import Simulator
 
-from isa import INSN_BYTES, AccelConfig, FinishInsn, Program, VtaforgeError, check_config
-
 from hw.top import Accelerator
+from isa import AccelConfig, FinishInsn, Program, VtaforgeError, check_config
 
-__all__ = ["HwSimulationError", "MemoryTiming", "SimResult", "simulate"]
+__all__ = ["HwSimulationError", "MemoryModel", "MemoryTiming", "SimResult", "simulate"]
 
 _PAGE = 4096
 
@@ -94,7 +94,7 @@ def simulate(
     if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
         raise HwSimulationError("the program must end with FINISH, or it never raises done")
     program.write_to(dram)
-    model = _MemoryModel(cfg, dram, program.instruction_bytes(), timing or MemoryTiming())
+    model = MemoryModel(cfg, dram, program.instruction_bytes(), timing or MemoryTiming())
     dut = Accelerator(cfg)
     outcome: dict[str, int] = {}
 
@@ -105,7 +105,16 @@ def simulate(
         ctx.set(control.start, 1)
         await ctx.tick()
         ctx.set(control.start, 0)
-        await model.serve(ctx, dut, max_cycles)
+        await model.serve(
+            ctx,
+            dut.mem,
+            dut.mem,
+            finished=control.done,
+            max_cycles=max_cycles,
+            status=lambda: _status(ctx, dut),
+        )
+        if ctx.get(control.error):
+            raise HwSimulationError("a dependency-token counter overflowed", _status(ctx, dut))
         outcome["cycles"] = ctx.get(control.cycles)
 
     sim = Simulator(dut)
@@ -121,30 +130,40 @@ def simulate(
     )
 
 
-class _MemoryModel:
-    """Serves the memory port: DRAM bytes plus the instruction stream above them."""
+class MemoryModel:
+    """A DRAM model for the memory port (:mod:`hw.memport`), served from an async testbench.
 
-    def __init__(self, cfg: AccelConfig, dram: np.ndarray, insns: bytes, timing: MemoryTiming):
+    It holds ``dram`` and, read-only at :attr:`insn_addr` (the first 4 KiB page above
+    ``dram``), the instruction stream ``insns``. It checks the AXI rules the port promises
+    (bursts of at most 256 beats, not crossing 4 KiB, ``last`` on each burst's final write beat)
+    and raises HwSimulationError for an access outside both regions.
+    """
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        dram: np.ndarray,
+        insns: bytes = b"",
+        timing: MemoryTiming | None = None,
+    ):
         self.cfg = cfg
         self.dram = dram
         self.insn_addr = -(-len(dram) // _PAGE) * _PAGE
         self.insns = np.frombuffer(insns, dtype=np.uint8)
-        self.timing = timing
-        self.rng = random.Random(timing.seed)
+        self.timing = timing or MemoryTiming()
+        self.rng = random.Random(self.timing.seed)
         self.read_beats = 0
         self.write_beats = 0
-        assert len(insns) % INSN_BYTES == 0
+        self.bursts: list[tuple[str, int, int]] = []  # (channel, byte address, beats)
 
     # ------------------------------------------------------------------ byte access
     def _read(self, address: int, count: int) -> bytes:
-        if 0 <= address and address + count <= len(self.dram):
+        if address >= 0 and address + count <= len(self.dram):
             return self.dram[address : address + count].tobytes()
         offset = address - self.insn_addr
-        if 0 <= offset and offset + count <= len(self.insns):
-            return self.insns[offset : offset + count].tobytes()
         # A beat may run past the stream's end when the last instruction ends mid-beat.
         if 0 <= offset < len(self.insns):
-            return self.insns[offset:].tobytes().ljust(count, b"\0")
+            return self.insns[offset : offset + count].tobytes().ljust(count, b"\0")
         raise HwSimulationError(
             f"read of {count} bytes at {address:#x} is outside DRAM ({len(self.dram)} bytes) "
             f"and the instruction stream"
@@ -164,90 +183,98 @@ class _MemoryModel:
         p = self.timing.ready_probability
         return p >= 1.0 or self.rng.random() < p
 
+    def _burst(self, channel: str, payload: int, addr_bits: int) -> list[int]:
+        address = payload & ((1 << addr_bits) - 1)
+        beats = (payload >> addr_bits) + 1
+        end = address + beats * self.cfg.bus_bytes
+        if address % self.cfg.bus_bytes or (end - 1) // _PAGE != address // _PAGE:
+            raise HwSimulationError(
+                f"{channel} burst of {beats} beats at {address:#x} is unaligned or crosses a "
+                f"4 KiB boundary"
+            )
+        self.bursts.append((channel, address, beats))
+        return [address, beats]
+
     # ------------------------------------------------------------------ the port, cycle by cycle
-    async def serve(self, ctx, dut: Accelerator, max_cycles: int) -> None:
-        mem, cfg = dut.mem, self.cfg
+    async def serve(
+        self,
+        ctx,
+        read,
+        write=None,
+        *,
+        finished,
+        max_cycles: int,
+        status: Callable[[], dict[str, int]] | None = None,
+    ) -> int:
+        """Serve ``read`` (``ar``/``r``) and ``write`` (``aw``/``w``/``b``, optional) until
+        ``finished`` is sampled high; return the cycles served."""
+        cfg = self.cfg
         bus = cfg.bus_bytes
-        addr_mask = (1 << len(mem.ar.payload.addr)) - 1
-        len_shift = len(mem.ar.payload.addr)
+        addr_bits = len(read.ar.payload.addr)
         data_mask = (1 << cfg.axi_width) - 1
-        strb_shift = cfg.axi_width
-        last_shift = cfg.axi_width + bus
         reads: deque[list[int]] = deque()  # [first cycle, address, beats left]
         writes: deque[list[int]] = deque()  # [address, beats left]
         responses: deque[int] = deque()
+        sampled = [read.ar.valid, read.ar.payload.as_value(), read.r.ready, finished]
+        if write is not None:
+            sampled += [
+                write.aw.valid,
+                write.aw.payload.as_value(),
+                write.w.valid,
+                write.w.payload.as_value(),
+                write.b.ready,
+            ]
         cycle = 0
-        sampled = (
-            mem.ar.valid,
-            mem.ar.payload.as_value(),
-            mem.r.ready,
-            mem.aw.valid,
-            mem.aw.payload.as_value(),
-            mem.w.valid,
-            mem.w.payload.as_value(),
-            mem.b.ready,
-            dut.control.done,
-        )
         while True:
             cycle += 1
             if cycle > max_cycles:
                 raise HwSimulationError(
-                    f"the program did not finish within {max_cycles} cycles",
-                    _status(ctx, dut),
+                    f"did not finish within {max_cycles} cycles", status() if status else None
                 )
             ar_ready = self._ready()
             r_valid = bool(reads) and reads[0][0] <= cycle and self._ready()
-            r_last = r_valid and reads[0][2] == 1
             if r_valid:
                 beat = int.from_bytes(self._read(reads[0][1], bus), "little")
-                ctx.set(mem.r.payload.as_value(), beat | (int(r_last) << cfg.axi_width))
-            aw_ready = self._ready()
-            w_ready = bool(writes) and self._ready()
-            b_valid = bool(responses) and self._ready()
-            ctx.set(mem.ar.ready, ar_ready)
-            ctx.set(mem.r.valid, r_valid)
-            ctx.set(mem.aw.ready, aw_ready)
-            ctx.set(mem.w.ready, w_ready)
-            ctx.set(mem.b.valid, b_valid)
-            (
-                _,
-                _,
-                ar_valid,
-                ar,
-                r_ready,
-                aw_valid,
-                aw,
-                w_valid,
-                w,
-                b_ready,
-                done,
-            ) = await ctx.tick().sample(*sampled)
+                last = int(reads[0][2] == 1)
+                ctx.set(read.r.payload.as_value(), beat | last << cfg.axi_width)
+            ctx.set(read.ar.ready, ar_ready)
+            ctx.set(read.r.valid, r_valid)
+            if write is not None:
+                aw_ready = self._ready()
+                w_ready = bool(writes) and self._ready()
+                b_valid = bool(responses) and self._ready()
+                ctx.set(write.aw.ready, aw_ready)
+                ctx.set(write.w.ready, w_ready)
+                ctx.set(write.b.valid, b_valid)
+            _, _, ar_valid, ar, r_ready, done, *written = await ctx.tick().sample(*sampled)
             if done:
-                if ctx.get(dut.control.error):
-                    raise HwSimulationError("a dependency-token counter overflowed")
-                return
+                return cycle
             if ar_valid and ar_ready:
                 low, high = self.timing.read_latency
-                start = cycle + self.rng.randint(low, high)
-                reads.append([start, ar & addr_mask, (ar >> len_shift) + 1])
+                reads.append(
+                    [cycle + self.rng.randint(low, high), *self._burst("ar", ar, addr_bits)]
+                )
             if r_valid and r_ready:
                 self.read_beats += 1
                 reads[0][1] += bus
                 reads[0][2] -= 1
                 if reads[0][2] == 0:
                     reads.popleft()
+            if write is None:
+                continue
+            aw_valid, aw, w_valid, w, b_ready = written
             if aw_valid and aw_ready:
-                writes.append([aw & addr_mask, (aw >> len_shift) + 1])
+                writes.append(self._burst("aw", aw, addr_bits))
             if w_valid and w_ready:
                 self.write_beats += 1
                 head = writes[0]
-                self._write(head[0], w & data_mask, w >> strb_shift & ((1 << bus) - 1))
-                last = w >> last_shift & 1
+                self._write(head[0], w & data_mask, w >> cfg.axi_width & ((1 << bus) - 1))
+                last = w >> (cfg.axi_width + bus) & 1
                 head[0] += bus
                 head[1] -= 1
                 if (head[1] == 0) != bool(last):
                     raise HwSimulationError(
-                        f"write burst at {head[0]:#x}: last={last} with {head[1]} beats left"
+                        f"write burst ending {head[0]:#x}: last={last} with {head[1]} beats left"
                     )
                 if last:
                     writes.popleft()

@@ -13,10 +13,9 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_WIDTH, AccelConfig
-
 from hw.layouts import insn_layouts
 from hw.tokens import TokenPopSignature, TokenPushSignature
+from isa import INSN_WIDTH, AccelConfig
 
 __all__ = ["InstructionSlot"]
 
@@ -55,20 +54,18 @@ class InstructionSlot(wiring.Component):
                 with m.If(self.cmd.valid):
                     m.d.sync += self.insn.eq(self.cmd.payload)
                     m.next = "POP"
-            with m.State("POP"):
-                with m.If(ready):
-                    m.d.comb += self.execute.eq(1)
-                    for side in self._sides:
-                        m.d.comb += getattr(self, f"{side}_pop").pop.eq(
-                            getattr(flags, f"pop_{side}_dep")
-                        )
-                    m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(self.done):
-                    m.d.comb += self.retire.eq(1)
-                    for side in self._sides:
-                        m.d.comb += getattr(self, f"{side}_push").push.eq(
-                            getattr(flags, f"push_{side}_dep")
-                        )
-                    m.next = "TAKE"
+            with m.State("POP"), m.If(ready):
+                m.d.comb += self.execute.eq(1)
+                for side in self._sides:
+                    m.d.comb += getattr(self, f"{side}_pop").pop.eq(
+                        getattr(flags, f"pop_{side}_dep")
+                    )
+                m.next = "RUN"
+            with m.State("RUN"), m.If(self.done):
+                m.d.comb += self.retire.eq(1)
+                for side in self._sides:
+                    m.d.comb += getattr(self, f"{side}_push").push.eq(
+                        getattr(flags, f"push_{side}_dep")
+                    )
+                m.next = "TAKE"
         return m

@@ -13,8 +13,6 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_WIDTH, AccelConfig, MemId
-
 from hw.dma import BeatPacker
 from hw.layouts import elem_bits, insn_layouts
 from hw.loader import buffer_port_signature
@@ -22,6 +20,7 @@ from hw.memport import AXI_LEN_BITS, WriteClientSignature
 from hw.rows import RowRequester
 from hw.slot import InstructionSlot
 from hw.tokens import TokenPopSignature, TokenPushSignature
+from isa import INSN_WIDTH, AccelConfig, MemId
 
 __all__ = ["Store"]
 

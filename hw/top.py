@@ -13,8 +13,6 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, fifo, memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from isa import INSN_WIDTH, AccelConfig, MemId
-
 from hw.arbiter import ReadArbiter
 from hw.compute import Compute
 from hw.control import ControlSignature
@@ -24,6 +22,7 @@ from hw.load import Load
 from hw.memport import MemPortSignature
 from hw.store import Store
 from hw.tokens import TokenCounter
+from isa import INSN_WIDTH, AccelConfig, MemId
 
 __all__ = ["TOKEN_QUEUES", "Accelerator", "status_layout"]
 
