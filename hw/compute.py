@@ -23,27 +23,25 @@ from amaranth.lib.wiring import In, Out
 
 from hw.alu import TensorAlu
 from hw.gemm import GemmCore
-from hw.layouts import elem_bits, insn_layouts, row_layouts
+from hw.layouts import elem_bits, insn_layouts, is_any, load_types, row_layouts
 from hw.loader import LoadEngine, buffer_port_signature
 from hw.memport import ReadClientSignature
 from hw.sequencer import LoopSequencer, loop_layout
 from hw.slot import InstructionSlot
 from hw.tokens import TokenPopSignature, TokenPushSignature
-from isa import INSN_WIDTH, UOP_WIDTH, AccelConfig, MemId, Opcode
+from isa import INSN_WIDTH, UOP_WIDTH, AccelConfig, MemId, Opcode, Stage
 
 __all__ = ["Compute"]
 
 #: How many earlier steps' accumulator writes a step's read may miss in this pipeline.
 _RAW_DISTANCE = 1
-_LOCAL_LOADS = (MemId.UOP, MemId.ACC, MemId.ACC_8BIT)
 
 
 class Compute(wiring.Component):
     """The compute module. ``finish`` pulses when FINISH retires."""
 
     def __init__(self, cfg: AccelConfig):
-        if cfg.acc_raw_window < _RAW_DISTANCE:
-            raise ValueError("the compute pipeline needs an accumulator RAW window of >= 1")
+        assert cfg.acc_raw_window >= _RAW_DISTANCE, "the pipeline relies on the RAW window"
         self._cfg = cfg
         super().__init__(
             {
@@ -93,9 +91,7 @@ class Compute(wiring.Component):
         is_load = common.opcode == Opcode.LOAD
         is_gemm = common.opcode == Opcode.GEMM
         is_alu = common.opcode == Opcode.ALU
-        local_type = 0
-        for mem in _LOCAL_LOADS:
-            local_type |= mem_insn.memory_type == mem
+        local_type = is_any(mem_insn.memory_type, load_types(Stage.COMPUTE))
         m.d.comb += [
             loader.insn.eq(mem_insn),
             loader.start.eq(slot.execute & is_load & local_type & (mem_insn.x_size != 0)),

@@ -2,7 +2,8 @@
 
 On ``start`` it reads ``insn_count`` 128-bit instructions from byte address ``insn_addr``
 (16-byte aligned) and sends each, in program order, to the load, compute or store queue as
-:func:`isa.stage_of` does: LOAD INP/WGT to load, STORE to store, everything else to compute. It
+:func:`isa.stage_of` does: LOAD UOP/ACC/ACC_8BIT, GEMM, ALU and FINISH to compute, STORE to
+store, other LOADs to load. It
 stalls while the next instruction's queue is full (SEMANTICS 2). Read bursts are issued only
 while the beat buffer has room for all their data, so a stalled fetch never holds up another
 client's data on the shared read channel.
@@ -16,10 +17,10 @@ from amaranth.lib.wiring import In, Out
 
 from hw.control import REGISTER_BITS
 from hw.dma import BeatUnpacker
-from hw.layouts import byte_addr_bits, insn_layouts
+from hw.layouts import byte_addr_bits, insn_layouts, is_any, load_types
 from hw.memport import ReadClientSignature
 from hw.rows import RowRequester
-from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, MemId, Opcode
+from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, Opcode, Stage
 
 __all__ = ["Fetch"]
 
@@ -93,10 +94,11 @@ class Fetch(wiring.Component):
         ]
         m.d.sync += reserved.eq(reserved + granted - taken)
 
-        # Routing (isa.stage_of).
+        # Routing, as isa.stage_of: a LOAD goes to compute only for compute's memory types, so
+        # a LOAD of any other type (a no-op when x_size is 0, else an error) goes to load.
         insn = data.View(insn_layouts(cfg).mem, unpacker.elem.payload)
-        is_load = insn.opcode == Opcode.LOAD
-        to_load = is_load & ((insn.memory_type == MemId.INP) | (insn.memory_type == MemId.WGT))
+        compute_type = is_any(insn.memory_type, load_types(Stage.COMPUTE))
+        to_load = (insn.opcode == Opcode.LOAD) & ~compute_type
         to_store = insn.opcode == Opcode.STORE
         to_compute = ~to_load & ~to_store
         remaining = Signal(REGISTER_BITS)

@@ -9,10 +9,11 @@ WGT ``[oc][ic]``, ACC/OUT ``[b][oc]``, lane 0 in the least significant bits).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from amaranth.hdl import signed, unsigned
+from amaranth.hdl import Cat, Value, signed, unsigned
 from amaranth.lib import data
 
 from isa import (
@@ -21,7 +22,11 @@ from isa import (
     AccelConfig,
     Format,
     MemId,
+    MemInsn,
+    Opcode,
+    Stage,
     instruction_set,
+    stage_of,
 )
 
 __all__ = [
@@ -32,6 +37,8 @@ __all__ = [
     "elem_bits",
     "format_layout",
     "insn_layouts",
+    "is_any",
+    "load_types",
     "row_layouts",
 ]
 
@@ -110,6 +117,31 @@ def row_layouts(cfg: AccelConfig) -> RowLayouts:
         out=grid(cfg.out_width, cfg.batch, cfg.block_out),
         acc8=grid(ACC8_WIDTH, cfg.batch, cfg.block_out),
     )
+
+
+def load_types(stage: Stage) -> tuple[MemId, ...]:
+    """Memory types whose LOADs :func:`isa.stage_of` routes to ``stage``."""
+    return tuple(
+        mem
+        for mem in MemId
+        if stage_of(
+            MemInsn(
+                opcode=Opcode.LOAD,
+                memory_type=mem,
+                sram_base=0,
+                dram_base=0,
+                y_size=0,
+                x_size=0,
+                x_stride=0,
+            )
+        )
+        is stage
+    )
+
+
+def is_any(value: Value, members: Iterable[int]) -> Value:
+    """Whether ``value`` equals one of ``members``."""
+    return Cat(value == member for member in members).any()
 
 
 def elem_bits(cfg: AccelConfig, mem: MemId) -> int:

@@ -10,7 +10,7 @@ from amaranth.hdl import Module
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.layouts import insn_layouts
+from hw.layouts import insn_layouts, is_any
 from hw.loader import LoadEngine, buffer_port_signature
 from hw.memport import ReadClientSignature
 from hw.slot import InstructionSlot
@@ -50,7 +50,7 @@ class Load(wiring.Component):
         wiring.connect(m, loader.inp, wiring.flipped(self.inp))
         wiring.connect(m, loader.wgt, wiring.flipped(self.wgt))
         insn = data.View(insn_layouts(self._cfg).mem, slot.insn)
-        ours = (insn.memory_type == MemId.INP) | (insn.memory_type == MemId.WGT)
+        ours = is_any(insn.memory_type, _BUFFERS)
         m.d.comb += [
             loader.insn.eq(insn),
             loader.start.eq(slot.execute & ours & (insn.x_size != 0)),

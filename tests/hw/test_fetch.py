@@ -10,7 +10,17 @@ from hypothesis import strategies as st
 
 from hw.fetch import Fetch
 from hw.sim import MemoryModel, MemoryTiming
-from isa import INSN_BYTES, Stage, encode, insn_bytes, stage_of
+from isa import (
+    INSN_BYTES,
+    FinishInsn,
+    MemId,
+    MemInsn,
+    Opcode,
+    Stage,
+    encode,
+    insn_bytes,
+    stage_of,
+)
 from tests.hw.util import TINY, run
 from tests.strategies import instructions
 
@@ -23,6 +33,26 @@ def test_instructions_reach_their_queues_in_order(data, seed):
     cfg = data.draw(st.sampled_from(CONFIGS))
     program = data.draw(st.lists(instructions(cfg), min_size=0, max_size=14))
     offset = data.draw(st.integers(0, 3)) * INSN_BYTES  # the stream may start mid-beat
+    got, want = fetch(cfg, program, offset, seed)
+    assert got == want
+
+
+def test_every_load_type_goes_where_stage_of_says():
+    loads = [
+        MemInsn(
+            opcode=op, memory_type=mem, sram_base=0, dram_base=0, y_size=0, x_size=0, x_stride=0
+        )
+        for op in (Opcode.LOAD, Opcode.STORE)
+        for mem in MemId
+    ]
+    got, want = fetch(TINY, [*loads, FinishInsn()], 0, 0)
+    assert got == want
+    assert len(want[Stage.LOAD]) == 3  # INP, WGT and OUT: only compute's types leave load
+
+
+def fetch(cfg, program, offset, seed):
+    """Run fetch on ``program`` placed ``offset`` bytes into the stream; return what each queue
+    received and what isa.stage_of says it should."""
     rng = random.Random(seed)
     stream = b"\0" * offset + insn_bytes(program, cfg)
     model = MemoryModel(cfg, np.zeros(64, dtype=np.uint8), stream, MemoryTiming((0, 4), 0.7, seed))
@@ -58,4 +88,4 @@ def test_instructions_reach_their_queues_in_order(data, seed):
         ctx.set(finished, 1)
 
     run(dut, start, drain)
-    assert got == want
+    return got, want
