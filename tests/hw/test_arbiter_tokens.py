@@ -8,14 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw.arbiter import ReadArbiter
+from hw.memport import AXI_PAGE_BYTES
 from hw.sim import MemoryModel, MemoryTiming
 from hw.tokens import TokenCounter
 from tests.hw.util import TINY, run
 
 DRAM_BYTES = 1 << 14
-BURSTS = st.lists(
-    st.tuples(st.integers(0, DRAM_BYTES // 8 - 16), st.integers(0, 15)), min_size=0, max_size=5
+PAGE_BEATS = AXI_PAGE_BYTES // TINY.bus_bytes
+BURST = st.tuples(st.integers(0, DRAM_BYTES // 8 - 16), st.integers(0, 15)).filter(
+    lambda burst: burst[0] % PAGE_BEATS + burst[1] < PAGE_BEATS  # AXI: within a 4 KiB page
 )
+BURSTS = st.lists(BURST, min_size=0, max_size=5)
 
 
 @settings(max_examples=10)
