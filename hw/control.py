@@ -1,11 +1,11 @@
 """The control and status interface of the accelerator, as a host (or an AXI-Lite slave in
 front of the accelerator) sees it.
 
-``start`` (a one-cycle pulse) launches the program of ``insn_count`` instructions at byte
-address ``insn_addr``; ``done`` rises when its FINISH retires and stays high until the next
-start; ``cycles`` counts the cycles from the launch to FINISH. ``error`` is sticky: a dependency
-token counter overflowed (a push beyond ``2**token_counter_bits - 1``). ``busy`` is high from the
-launch until FINISH.
+``start`` (a one-cycle pulse, ignored while ``busy``) launches the program of ``insn_count``
+instructions at byte address ``insn_addr`` (16-byte aligned); ``done`` rises when its FINISH
+retires and stays high until the next start; ``cycles`` counts the cycles from the launch to
+FINISH. ``error`` is sticky: a dependency token counter overflowed (a push beyond
+``2**token_counter_bits - 1``). ``busy`` is high from the launch until FINISH.
 """
 
 from __future__ import annotations

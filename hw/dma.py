@@ -9,7 +9,7 @@ for one element width; the row streams tell them where each row starts and how l
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -127,27 +127,12 @@ class BeatUnpacker(wiring.Component):
                 if beats > 1:
                     m.d.sync += gather.word_select(index, self._beat_bits).eq(beat.payload)
             return m
-        lanes = self._beat_bits // self._elem_bits
-        active = Signal()
-        lane = Signal.like(row.payload.lane)
-        left = Signal.like(row.payload.count)
-        end_of_beat = (lane == lanes - 1) | (left == 1)
+        active, lane, end_of_beat = _row_cursor(m, row, elem, self._beat_bits // self._elem_bits)
         m.d.comb += [
-            row.ready.eq(~active),
             elem.payload.eq(beat.payload.word_select(lane, self._elem_bits)),
             elem.valid.eq(active & beat.valid),
             beat.ready.eq(active & elem.ready & end_of_beat),
         ]
-        with m.If(row.valid & row.ready):
-            m.d.sync += [
-                lane.eq(row.payload.lane),
-                left.eq(row.payload.count),
-                active.eq(row.payload.count != 0),
-            ]
-        with m.If(elem.valid & elem.ready):
-            m.d.sync += [lane.eq(lane + 1), left.eq(left - 1)]
-            with m.If(left == 1):
-                m.d.sync += active.eq(0)
         return m
 
 
@@ -193,11 +178,8 @@ class BeatPacker(wiring.Component):
             with m.If(beat.valid & beat.ready):
                 m.d.sync += index.eq(Mux(complete, 0, index + 1))
             return m
-        lanes = self._beat_bits // self._elem_bits
         elem_bytes = self._elem_bits // 8
-        active = Signal()
-        lane = Signal.like(row.payload.lane)
-        left = Signal.like(row.payload.count)
+        active, lane, emit = _row_cursor(m, row, elem, self._beat_bits // self._elem_bits)
         held_data = Signal(self._beat_bits)
         held_strb = Signal(strb_bits)
         merged_data = Signal(self._beat_bits)
@@ -208,26 +190,36 @@ class BeatPacker(wiring.Component):
             merged_data.word_select(lane, self._elem_bits).eq(elem.payload),
             merged_strb.word_select(lane, elem_bytes).eq(Const(-1, elem_bytes)),
         ]
-        emit = (lane == lanes - 1) | (left == 1)
         m.d.comb += [
-            row.ready.eq(~active),
             beat.payload.data.eq(merged_data),
             beat.payload.strb.eq(merged_strb),
             beat.valid.eq(active & elem.valid & emit),
             elem.ready.eq(active & (~emit | beat.ready)),
         ]
-        with m.If(row.valid & row.ready):
-            m.d.sync += [
-                lane.eq(row.payload.lane),
-                left.eq(row.payload.count),
-                active.eq(row.payload.count != 0),
-            ]
         with m.If(elem.valid & elem.ready):
-            m.d.sync += [lane.eq(lane + 1), left.eq(left - 1)]
             with m.If(emit):
                 m.d.sync += [held_data.eq(0), held_strb.eq(0)]
             with m.Else():
                 m.d.sync += [held_data.eq(merged_data), held_strb.eq(merged_strb)]
-            with m.If(left == 1):
-                m.d.sync += active.eq(0)
         return m
+
+
+def _row_cursor(m: Module, row, elem, lanes: int) -> tuple[Signal, Signal, Value]:
+    """Track the current row of narrow elements: take a descriptor from ``row`` when idle, then
+    step a lane per ``elem`` handshake. Returns (row active, current lane, whether the current
+    element is the last of its beat or of its row)."""
+    active = Signal()
+    lane = Signal.like(row.payload.lane)
+    left = Signal.like(row.payload.count)
+    m.d.comb += row.ready.eq(~active)
+    with m.If(row.valid & row.ready):
+        m.d.sync += [
+            lane.eq(row.payload.lane),
+            left.eq(row.payload.count),
+            active.eq(row.payload.count != 0),
+        ]
+    with m.If(elem.valid & elem.ready):
+        m.d.sync += [lane.eq(lane + 1), left.eq(left - 1)]
+        with m.If(left == 1):
+            m.d.sync += active.eq(0)
+    return active, lane, (lane == lanes - 1) | (left == 1)

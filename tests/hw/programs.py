@@ -43,9 +43,12 @@ class Case:
     expected: dict[int, bytes]
 
 
-def load(mem: MemId, sram: int, dram_elem: int, y: int, x: int, stride: int, **extra) -> MemInsn:
+def transfer(
+    opcode: Opcode, mem: MemId, sram: int, dram_elem: int, y: int, x: int, stride: int, **extra
+) -> MemInsn:
+    """A LOAD or STORE of ``y`` rows of ``x`` elements, ``stride`` elements apart in DRAM."""
     return MemInsn(
-        opcode=Opcode.LOAD,
+        opcode=opcode,
         memory_type=mem,
         sram_base=sram,
         dram_base=dram_elem,
@@ -56,17 +59,12 @@ def load(mem: MemId, sram: int, dram_elem: int, y: int, x: int, stride: int, **e
     )
 
 
-def store(sram: int, dram_elem: int, y: int, x: int, stride: int, **flags) -> MemInsn:
-    return MemInsn(
-        opcode=Opcode.STORE,
-        memory_type=MemId.OUT,
-        sram_base=sram,
-        dram_base=dram_elem,
-        y_size=y,
-        x_size=x,
-        x_stride=stride,
-        **flags,
-    )
+def load(mem: MemId, *args: int, **extra) -> MemInsn:
+    return transfer(Opcode.LOAD, mem, *args, **extra)
+
+
+def store(*args: int, **flags) -> MemInsn:
+    return transfer(Opcode.STORE, MemId.OUT, *args, **flags)
 
 
 def rows_loop(rows: int, *, src: int = 0) -> dict:

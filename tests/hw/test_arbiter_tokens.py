@@ -11,7 +11,7 @@ from hw.arbiter import ReadArbiter
 from hw.memport import AXI_PAGE_BYTES
 from hw.sim import MemoryModel, MemoryTiming
 from hw.tokens import TokenCounter
-from tests.hw.util import TINY, run
+from tests.hw.util import TINY, run, send
 
 DRAM_BYTES = 1 << 14
 PAGE_BEATS = AXI_PAGE_BYTES // TINY.bus_bytes
@@ -38,13 +38,7 @@ def test_each_client_gets_exactly_its_bursts_data(requests, seed):
         bursts = requests[index]
 
         async def issue(ctx):
-            for beat, length in bursts:
-                while rng.random() < 0.3:
-                    await ctx.tick()
-                ctx.set(client.ar.payload, {"addr": beat * 8, "len": length})
-                ctx.set(client.ar.valid, 1)
-                await ctx.tick().until(client.ar.ready)
-                ctx.set(client.ar.valid, 0)
+            await send(ctx, client.ar, [{"addr": b * 8, "len": n} for b, n in bursts], rng)
 
         async def receive(ctx):
             for beat, length in bursts:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hw.dma import BeatPacker, BeatUnpacker, BurstSplitter
 from hw.memport import AXI_PAGE_BYTES
-from tests.hw.util import TINY, run
+from tests.hw.util import TINY, receive, run, send
 
 
 @settings(max_examples=20)
@@ -82,28 +82,13 @@ def test_unpacker_yields_each_rows_elements(beat_bits, elem_bits, data, seed):
     got = []
 
     async def rows_in(ctx):
-        for lane, count in rows:
-            ctx.set(dut.row.payload, {"lane": lane, "count": count})
-            ctx.set(dut.row.valid, 1)
-            await ctx.tick().until(dut.row.ready)
-            ctx.set(dut.row.valid, 0)
+        await send(ctx, dut.row, [{"lane": lane, "count": count} for lane, count in rows], rng)
 
     async def beats_in(ctx):
-        for beat in beats:
-            while rng.random() < 0.3:
-                await ctx.tick()
-            ctx.set(dut.beat.payload, beat)
-            ctx.set(dut.beat.valid, 1)
-            await ctx.tick().until(dut.beat.ready)
-            ctx.set(dut.beat.valid, 0)
+        await send(ctx, dut.beat, beats, rng)
 
     async def elems_out(ctx):
-        while len(got) < len(want):
-            ready = rng.random() < 0.7
-            ctx.set(dut.elem.ready, ready)
-            *_, valid, value = await ctx.tick().sample(dut.elem.valid, dut.elem.payload)
-            if valid and ready:
-                got.append(value)
+        got.extend(await receive(ctx, dut.elem, len(want), rng))
 
     run(dut, rows_in, beats_in, elems_out)
     assert got == want
@@ -128,33 +113,18 @@ def test_packer_writes_exactly_each_rows_bytes(beat_bits, elem_bits, data, seed)
     flat = [value for values in elems for value in values]
 
     async def rows_in(ctx):
-        for lane, count in rows:
-            ctx.set(dut.row.payload, {"lane": lane, "count": count})
-            ctx.set(dut.row.valid, 1)
-            await ctx.tick().until(dut.row.ready)
-            ctx.set(dut.row.valid, 0)
+        await send(ctx, dut.row, [{"lane": lane, "count": count} for lane, count in rows], rng)
 
     async def elems_in(ctx):
-        for value in flat:
-            while rng.random() < 0.3:
-                await ctx.tick()
-            ctx.set(dut.elem.payload, value)
-            ctx.set(dut.elem.valid, 1)
-            await ctx.tick().until(dut.elem.ready)
-            ctx.set(dut.elem.valid, 0)
+        await send(ctx, dut.elem, flat, rng)
 
     async def beats_out(ctx):
-        while len(got) < len(want):
-            ready = rng.random() < 0.7
-            ctx.set(dut.beat.ready, ready)
-            *_, valid, beat = await ctx.tick().sample(dut.beat.valid, dut.beat.payload)
-            if valid and ready:
-                raw = beat.data.to_bytes(beat_bytes, "little")
-                got.extend(
-                    b"".join(
-                        raw[i : i + 1] if beat.strb >> i & 1 else b"?" for i in range(beat_bytes)
-                    )
-                )
+        beats = await receive(ctx, dut.beat, len(want) // beat_bytes, rng)
+        for beat in beats:
+            raw = beat.data.to_bytes(beat_bytes, "little")
+            got.extend(
+                b"".join(raw[i : i + 1] if beat.strb >> i & 1 else b"?" for i in range(beat_bytes))
+            )
 
     run(dut, rows_in, elems_in, beats_out)
     assert bytes(got) == bytes(want)

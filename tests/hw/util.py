@@ -72,3 +72,27 @@ def load_reference(insn, rows: Sequence[bytes]) -> list[bytes | None]:
         written += [rows[start + x] for x in range(insn.x_size)]
         written += [None] * insn.x_pad_1
     return written + [None] * (insn.y_pad_1 * width)
+
+
+async def send(ctx, port, payloads, rng, *, stall: float = 0.3) -> None:
+    """Drive ``payloads`` into the valid/ready stream ``port``, idling at random between them."""
+    for payload in payloads:
+        while rng.random() < stall:
+            await ctx.tick()
+        ctx.set(port.payload, payload)
+        ctx.set(port.valid, 1)
+        await ctx.tick().until(port.ready)
+        ctx.set(port.valid, 0)
+
+
+async def receive(ctx, port, count: int, rng, *, ready: float = 0.7) -> list:
+    """Take ``count`` payloads from the stream ``port``, ready at random."""
+    taken = []
+    while len(taken) < count:
+        accept = rng.random() < ready
+        ctx.set(port.ready, accept)
+        *_, valid, payload = await ctx.tick().sample(port.valid, port.payload)
+        if valid and accept:
+            taken.append(payload)
+    ctx.set(port.ready, 0)
+    return taken
