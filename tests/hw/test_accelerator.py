@@ -100,3 +100,22 @@ def test_a_program_for_another_configuration_is_refused():
 def test_dram_must_be_a_byte_array():
     with pytest.raises(HwSimulationError, match="uint8"):
         simulate(TINY, demo_gemm_program(TINY), np.zeros(DRAM_BYTES, dtype=np.int32))
+
+
+@pytest.mark.parametrize("waiting", [TINY.cmd_queue_depth + 1, TINY.cmd_queue_depth + 2])
+def test_a_full_command_queue_stalls_fetch(waiting):
+    """SEMANTICS 2: compute holds one instruction outside its queue of cmd_queue_depth, so
+    1 + depth compute instructions can wait on a token pushed by a later LOAD; one more leaves
+    that LOAD stuck behind a stalled fetch, and the program deadlocks."""
+    blocked = GemmInsn(pop_prev_dep=True, uop_bgn=0, uop_end=0, iter_out=1, iter_in=1)
+    noops = [load(MemId.UOP, 0, 0, 0, 0, 0)] * (waiting - 1)
+    unblock = load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=True)
+    program = Program(TINY, [blocked, *noops, unblock, FinishInsn()])
+    dram = np.zeros(64, dtype=np.uint8)
+    if waiting <= 1 + TINY.cmd_queue_depth:
+        simulate(TINY, program, dram, max_cycles=2000)
+    else:
+        with pytest.raises(HwSimulationError, match="did not finish") as info:
+            simulate(TINY, program, dram, max_cycles=2000)
+        assert info.value.status["fetch_busy"] == 1
+        assert info.value.status["load_idle"] == 1
