@@ -124,10 +124,11 @@ def _acc_bytes(values: np.ndarray) -> bytes:
 
 def demo_case(cfg: AccelConfig) -> Case:
     program = demo_gemm_program(cfg)
-    inp = np.frombuffer(program.segments[0].data, dtype=np.int8).reshape(DEMO_ROWS, cfg.block_in)
+    inp = np.frombuffer(program.segments[0].data, dtype=np.int8)
+    inp = inp.reshape(DEMO_ROWS, cfg.batch, cfg.block_in).astype(np.int64)
     wgt = np.frombuffer(program.segments[1].data, dtype=np.int8)
-    wgt = wgt.reshape(DEMO_TILES, cfg.block_out, cfg.block_in)
-    acc = np.einsum("ri,toi->rto", inp.astype(np.int64), wgt.astype(np.int64))
+    wgt = wgt.reshape(DEMO_TILES, cfg.block_out, cfg.block_in).astype(np.int64)
+    acc = np.einsum("rbi,toi->rtbo", inp, wgt)  # OUT row r * tiles + t holds [b][o]
     out = np.clip(acc >> 8, 0, 127).astype(np.int8)
     stored = next(i for i in program.instructions if i.opcode is Opcode.STORE)
     return Case("demo_gemm", program, {stored.dram_base * cfg.out_elem_bytes: out.tobytes()})

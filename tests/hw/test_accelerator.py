@@ -20,7 +20,7 @@ from isa import (
     Uop,
 )
 from runtime.demo import demo_gemm_program
-from tests.hw.programs import DRAM_BYTES, all_cases, load, two_round_gemm_case
+from tests.hw.programs import DRAM_BYTES, all_cases, demo_case, load, two_round_gemm_case
 from tests.hw.util import TINY
 
 CASES = all_cases(TINY)
@@ -54,6 +54,17 @@ def test_token_ordered_rounds_under_random_memory_timing(seed, latency, ready):
     case.program.write_to(dram)
     before = dram.copy()
     simulate(TINY, case.program, dram, timing=MemoryTiming((0, latency), ready, seed))
+    check(case, before, dram)
+
+
+def test_other_shapes_and_bus_widths():
+    """Batch 2, unequal blocks, a 128-bit bus (elements narrower and wider than a beat)."""
+    cfg = TINY.replace(batch=2, block_out=8, axi_width=128)
+    case = demo_case(cfg)
+    dram = np.zeros(DRAM_BYTES, dtype=np.uint8)
+    case.program.write_to(dram)
+    before = dram.copy()
+    simulate(cfg, case.program, dram, timing=MemoryTiming((0, 5), 0.7, seed=3))
     check(case, before, dram)
 
 
