@@ -12,7 +12,7 @@ import sys
 import _harness  # noqa: F401  (puts the repository on sys.path)
 from _harness import report
 
-from hw.estimate import estimate
+from hw.resources import estimate
 from isa import AccelConfig
 
 PART = "xc7z020"

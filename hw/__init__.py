@@ -7,10 +7,10 @@ yosys and counts FPGA resources against a part from :data:`PARTS`.
 """
 
 from hw.control import ControlSignature
-from hw.estimate import EstimateError, ResourceEstimate, estimate, estimate_verilog
 from hw.export import TOP_NAME, verilog_text, write_verilog
 from hw.memport import MemPortSignature
 from hw.parts import PARTS, Part
+from hw.resources import EstimateError, ResourceEstimate, estimate, estimate_verilog
 from hw.sim import HwSimulationError, MemoryModel, MemoryTiming, SimResult, simulate
 from hw.top import Accelerator
 

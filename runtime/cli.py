@@ -210,7 +210,7 @@ def _run_hw(args: argparse.Namespace) -> int:
         size = write_verilog(cfg, args.output)
         print(f"{args.output}: module {TOP_NAME} for {cfg.fingerprint} ({size:,} bytes)")
         return 0
-    from hw.estimate import estimate
+    from hw.resources import estimate
 
     result = estimate(cfg, args.part)
     print(f"yosys synth_xilinx estimate of {cfg.fingerprint} on {result.part.name}")

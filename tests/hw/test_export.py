@@ -1,13 +1,11 @@
 """Verilog export of the tiny and default configurations, and the yosys resource estimate."""
 
-import shutil
-
 import pytest
 from amaranth.back import verilog
 
-from hw.estimate import EstimateError, estimate, estimate_verilog
 from hw.export import TOP_NAME, verilog_text, write_verilog
 from hw.gemm import GemmCore
+from hw.resources import EstimateError, estimate, estimate_verilog
 from isa import AccelConfig
 from tests.hw.util import TINY
 
@@ -30,10 +28,6 @@ def test_exports_differ_where_the_configuration_does():
     assert "input [128:0] mem__r__payload;" in wide
 
 
-needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
-
-
-@needs_yosys
 def test_estimate_counts_one_dsp_per_gemm_multiplier():
     """The tiny GEMM core alone: batch x block_in x block_out 8x8 multipliers, one DSP each."""
     text = verilog.convert(GemmCore(TINY), name="gemm")

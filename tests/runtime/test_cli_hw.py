@@ -2,8 +2,6 @@
 
 import shutil
 
-import pytest
-
 from runtime.cli import main
 
 
@@ -22,8 +20,32 @@ def test_hw_estimate_unknown_part_is_one_line(capsys):
     assert "Traceback" not in err
 
 
-@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
 def test_hw_estimate_missing_yosys_is_reported(capsys, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
     assert main(["hw", "estimate", "--config", "tiny"]) == 1
     assert "yosys is not installed" in capsys.readouterr().err
+
+
+def test_hw_estimate_prints_usage_beside_capacity(capsys, monkeypatch):
+    """The command's report (synthesis itself is covered in tests/hw/test_export.py)."""
+    import hw.resources
+    from hw.parts import PARTS
+
+    def fake(cfg, part_name):
+        return hw.resources.ResourceEstimate(
+            part=PARTS[part_name],
+            lut=600,
+            lut_memory=8,
+            ff=90,
+            dsp=300,
+            bram36=2.5,
+            seconds=1,
+            tool="yosys",
+        )
+
+    monkeypatch.setattr(hw.resources, "estimate", fake)
+    assert main(["hw", "estimate", "--config", "tiny", "--part", "xc7z020"]) == 0
+    out = capsys.readouterr().out
+    assert "| DSP | 300 | 220 | 136.4 |" in out
+    assert "| BRAM36 | 2.5 | 140 | 1.8 |" in out
+    assert "does NOT fit" in out
