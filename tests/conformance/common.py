@@ -20,9 +20,13 @@ from isa import Stage as S
 __all__ = [
     "Built",
     "ConformanceCase",
+    "Expectation",
     "Size",
-    "expect",
+    "as_bytes",
+    "built",
+    "planes_of",
     "random_ints",
+    "row_kernel",
     "store_acc_planes",
     "wrap_np",
 ]
@@ -37,11 +41,13 @@ class Size(Enum):
 
 @dataclass(frozen=True)
 class Built:
-    """A built case: run ``program`` from a copy of ``dram``, then ``check`` the result."""
+    """A built case: run ``program`` from a copy of ``dram``, then ``check`` the result;
+    ``outputs`` are the DRAM buffers the check compares."""
 
     program: Program
     dram: np.ndarray
     check: Callable[[np.ndarray], None]
+    outputs: tuple[DramBuffer, ...]
 
 
 @dataclass(frozen=True)
@@ -52,14 +58,34 @@ class ConformanceCase:
     size: Size = Size.SMALL
 
 
-def built(program: Program, checks: list[Callable[[np.ndarray], None]]) -> Built:
-    """A Built whose DRAM is the program's extent, zeroed, and whose check runs ``checks``."""
+@dataclass(frozen=True)
+class Expectation:
+    """``buffer`` must hold ``values`` as little-endian ``width``-bit integers."""
+
+    name: str
+    buffer: DramBuffer
+    values: np.ndarray
+    width: int
+
+    def check(self, dram: np.ndarray) -> None:
+        size = self.values.size * self.width // 8
+        region = dram[self.buffer.address : self.buffer.address + size]
+        actual = region.view(f"<i{self.width // 8}").reshape(self.values.shape)
+        np.testing.assert_array_equal(
+            actual, self.values, err_msg=f"{self.name}: buffer {self.buffer.name}"
+        )
+
+
+def built(program: Program, expectations: list[Expectation]) -> Built:
+    """A Built whose DRAM is the program's extent, zeroed, and whose check tests every
+    expectation."""
 
     def check(dram: np.ndarray) -> None:
-        for one in checks:
-            one(dram)
+        for expectation in expectations:
+            expectation.check(dram)
 
-    return Built(program, np.zeros(program.dram_extent, dtype=np.uint8), check)
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
+    return Built(program, dram, check, tuple(e.buffer for e in expectations))
 
 
 def random_ints(rng: np.random.Generator, width: int, shape, low=None, high=None) -> np.ndarray:
@@ -79,19 +105,6 @@ def as_bytes(values: np.ndarray, width: int) -> bytes:
     """Values as little-endian ``width``-bit integers (after checking they fit)."""
     assert np.array_equal(wrap_np(values, width), values), "value does not fit its width"
     return values.astype(f"<i{width // 8}").tobytes()
-
-
-def expect(
-    name: str, buffer: DramBuffer, expected: np.ndarray, width: int
-) -> Callable[[np.ndarray], None]:
-    """A check that ``buffer`` holds ``expected`` as little-endian ``width``-bit integers."""
-
-    def check(dram: np.ndarray) -> None:
-        region = dram[buffer.address : buffer.address + expected.size * width // 8]
-        actual = region.view(f"<i{width // 8}").reshape(expected.shape)
-        np.testing.assert_array_equal(actual, expected, err_msg=f"{name}: buffer {buffer.name}")
-
-    return check
 
 
 def row_kernel(dst: int, src: int, rows: int) -> Kernel:

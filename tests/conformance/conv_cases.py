@@ -20,10 +20,10 @@ from isa import Stage as S
 from tests.conformance.common import (
     Built,
     ConformanceCase,
+    Expectation,
     Size,
     as_bytes,
     built,
-    expect,
     random_ints,
     row_kernel,
 )
@@ -156,7 +156,7 @@ def build_conv2d(cfg: AccelConfig, seed: int, shape: ConvShape) -> Built:
     conv = conv2d_reference(nchw, oihw)  # N, CO, H, W
     requant = np.clip((conv >> shape.shift) + bias.reshape(1, co * bo, 1, 1), 0, 127)
     expected = requant.reshape(bt, co, bo, h, wd).transpose(1, 3, 4, 0, 2)
-    return built(b.finish(), [expect("conv2d", y_buf, expected, cfg.out_width)])
+    return built(b.finish(), [Expectation("conv2d", y_buf, expected, cfg.out_width)])
 
 
 def _small(cfg: AccelConfig, seed: int) -> Built:

@@ -18,10 +18,10 @@ from isa import AccelConfig, AluOp, Kernel, Loop, MemId, ProgramBuilder, Uop
 from tests.conformance.common import (
     Built,
     ConformanceCase,
+    Expectation,
     Size,
     as_bytes,
     built,
-    expect,
     random_ints,
     row_kernel,
 )
@@ -102,7 +102,7 @@ def build_gemm(cfg: AccelConfig, seed: int, shape: GemmShape) -> Built:
     emit_pipeline(b, tiles, shape.threads, steps)
     product = np.einsum("ikbc,jkoc->ijbo", a, w)
     expected = np.clip(product >> shape.shift, 0, 127)
-    return built(b.finish(), [expect("gemm", c_buf, expected, cfg.out_width)])
+    return built(b.finish(), [Expectation("gemm", c_buf, expected, cfg.out_width)])
 
 
 def _grid(acc: int, inp: int, wgt: int, tm: int, tn: int, tk: int, reset: bool = False) -> Kernel:

@@ -15,9 +15,9 @@ from isa import Stage as S
 from tests.conformance.common import (
     Built,
     ConformanceCase,
+    Expectation,
     as_bytes,
     built,
-    expect,
     planes_of,
     random_ints,
     row_kernel,
@@ -46,7 +46,7 @@ def _save_load_out(cfg: AccelConfig, seed: int) -> Built:
     b.dep_pop(S.COMPUTE, S.STORE)
     b.store_2d(out, sram=0, y_size=1, x_size=rows)
     expected = wrap_np(values, cfg.out_width)
-    return built(b.finish(), [expect("save_load_out", out, expected, cfg.out_width)])
+    return built(b.finish(), [Expectation("save_load_out", out, expected, cfg.out_width)])
 
 
 def _padded_load(memory_type: MemId, pads: tuple[int, int, int, int]):
@@ -67,7 +67,7 @@ def _padded_load(memory_type: MemId, pads: tuple[int, int, int, int]):
         out, _ = store_acc_planes(b, rows, first=0, scratch=rows, name="planes")
         padded = np.pad(values, ((y0, y1), (x0, x1), (0, 0), (0, 0)))
         expected = planes_of(padded.reshape(rows, cfg.batch, cfg.block_out), cfg)
-        return built(b.finish(), [expect("padded_load", out, expected, cfg.out_width)])
+        return built(b.finish(), [Expectation("padded_load", out, expected, cfg.out_width)])
 
     return build
 
@@ -123,7 +123,7 @@ def _alu(op: AluOp, use_imm: bool, imm_sign: int = 0):
             b.alu(Kernel(tuple(Uop(dst_idx=i, src_idx=rows + i) for i in range(rows))), op)
         out, _ = store_acc_planes(b, rows, first=0, scratch=2 * rows, name="planes")
         expected = planes_of(_alu_numpy(cfg, op, a, x), cfg)
-        return built(b.finish(), [expect(f"alu {op.name}", out, expected, cfg.out_width)])
+        return built(b.finish(), [Expectation(f"alu {op.name}", out, expected, cfg.out_width)])
 
     return build
 
@@ -142,7 +142,7 @@ def _relu(cfg: AccelConfig, seed: int) -> Built:
     b.dep_push(S.COMPUTE, S.STORE)
     b.dep_pop(S.COMPUTE, S.STORE)
     b.store_2d(out, sram=0, y_size=1, x_size=rows)
-    return built(b.finish(), [expect("relu", out, np.clip(values, 0, 127), cfg.out_width)])
+    return built(b.finish(), [Expectation("relu", out, np.clip(values, 0, 127), cfg.out_width)])
 
 
 def _shift_and_scale(cfg: AccelConfig, seed: int) -> Built:
@@ -158,7 +158,7 @@ def _shift_and_scale(cfg: AccelConfig, seed: int) -> Built:
     b.alu(row_kernel(0, 0, rows), AluOp.SHR, imm=shift)
     out, _ = store_acc_planes(b, rows, first=0, scratch=rows, name="planes")
     expected = planes_of(wrap_np(values + add, cfg.acc_width) >> shift, cfg)
-    return built(b.finish(), [expect("shift_and_scale", out, expected, cfg.out_width)])
+    return built(b.finish(), [Expectation("shift_and_scale", out, expected, cfg.out_width)])
 
 
 _PADS = {"y0": (2, 0, 0, 0), "y1": (0, 2, 0, 0), "x0": (0, 0, 2, 0), "x1": (0, 0, 0, 2)}
