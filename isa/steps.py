@@ -93,29 +93,72 @@ def window_violation(
 ) -> WindowViolation | None:
     """The first step of ``insn`` that breaks the read-after-write window, or None.
 
-    ``uops`` maps each operand to its micro-op fields for ``uop_bgn..uop_end``. Row indices are
-    affine in the loop counters, so whether steps ``k - j`` and ``k`` collide depends only on
-    the micro-ops involved and on which loop boundaries lie between them: checking the first
+    ``uops`` maps each operand to its micro-op fields for ``uop_bgn..uop_end``.
+
+    Destination rows are affine in the loop counters with the same factors for the step that
+    writes and the step that reads, so whether steps ``k - j`` and ``k`` collide depends only on
+    their micro-ops and on which loop boundaries lie between them: checking the first
     ``window + 1`` iterations and those around the first outer-loop boundary covers every case
-    without enumerating the whole loop nest.
+    without enumerating the loop nest. A source row advances by other factors than the
+    destination rows it is compared with, so the ALU's source reads are scanned step by step,
+    a bounded run of iterations at a time.
     """
     total = insn.iter_out * insn.iter_in
     n_uops = len(uops[Operand.DST])
     reads = _acc_reads(insn)
     if not reads or total == 0 or n_uops == 0:
         return None
-    runs = [range(0, min(window + 1, total))]
-    if total > window + 1:
-        runs.append(range(max(0, insn.iter_in - window), min(insn.iter_in + window, total)))
-    found: list[WindowViolation] = []
-    for run in runs:
-        written = step_indices(insn, uops[Operand.DST], Operand.DST, run)
-        first_step = run.start * n_uops
-        for operand in reads:
-            read = step_indices(insn, uops[operand], operand, run)
-            for distance in range(1, window + 1):
-                hits = np.flatnonzero(read[distance:] == written[:-distance])
-                if hits.size:
-                    k = int(hits[0]) + distance
-                    found.append(WindowViolation(first_step + k, distance, operand, int(read[k])))
-    return min(found, key=lambda v: (v.step, v.distance), default=None)
+    found = []
+    if Operand.DST in reads:
+        runs = [range(0, min(window + 1, total))]
+        if total > window + 1:
+            runs.append(range(max(0, insn.iter_in - window), min(insn.iter_in + window, total)))
+        found += [_first_collision(insn, uops, Operand.DST, run, None, window) for run in runs]
+    if Operand.SRC in reads:
+        per_run = max(1, _SCAN_STEPS // n_uops)
+        history = np.empty(0, dtype=np.int64)
+        for start in range(0, total, per_run):
+            run = range(start, min(start + per_run, total))
+            hit = _first_collision(insn, uops, Operand.SRC, run, history, window)
+            if hit is not None:
+                found.append(hit)
+                break
+            written = step_indices(insn, uops[Operand.DST], Operand.DST, run)
+            history = np.concatenate([history, written])[-window:]
+    return min(
+        (v for v in found if v is not None), key=lambda v: (v.step, v.distance), default=None
+    )
+
+
+#: Steps per run when the source reads are scanned (bounds the memory a check needs).
+_SCAN_STEPS = 1 << 16
+
+
+def _first_collision(
+    insn: LoopInsn,
+    uops: dict[Operand, np.ndarray],
+    operand: Operand,
+    run: range,
+    history: np.ndarray | None,
+    window: int,
+) -> WindowViolation | None:
+    """The first step of ``run`` whose ``operand`` row one of the ``window`` steps before it
+    writes; ``history`` holds the rows the steps just before ``run`` wrote (None: the pairs
+    inside ``run`` only)."""
+    before = np.empty(0, dtype=np.int64) if history is None else history
+    written = np.concatenate([before, step_indices(insn, uops[Operand.DST], Operand.DST, run)])
+    read = step_indices(insn, uops[operand], operand, run)
+    h = len(before)
+    first = run.start * len(uops[Operand.DST])
+    best = None
+    for distance in range(1, window + 1):
+        skip = max(0, distance - h)  # steps with no writer that far back
+        hits = np.flatnonzero(
+            read[skip:] == written[h + skip - distance : h + len(read) - distance]
+        )
+        if hits.size and (best is None or hits[0] + skip < best[0]):
+            best = (int(hits[0]) + skip, distance)
+    if best is None:
+        return None
+    k, distance = best
+    return WindowViolation(first + k, distance, operand, int(read[k]))

@@ -127,7 +127,7 @@ class Counters:
     def from_events(cls, events: Iterable[Event]) -> Counters:
         totals = {f.name: 0 for f in dataclasses.fields(cls)}
         for event in events:
-            if isinstance(event, LoadEvent):
+            if isinstance(event, LoadEvent) and event.nbytes:
                 totals[_LOAD_COUNTER[event.memory_type]] += event.nbytes
             elif isinstance(event, StoreEvent):
                 totals["out_store_nbytes"] += event.nbytes
@@ -138,7 +138,7 @@ class Counters:
         return cls(**totals)
 
 
-# LOAD OUT never executes (it is an error), so it needs no counter.
+# A LOAD OUT moves nothing (with x_size > 0 it is an error), so it needs no counter.
 _LOAD_COUNTER = {
     MemId.INP: "inp_load_nbytes",
     MemId.WGT: "wgt_load_nbytes",
