@@ -221,30 +221,24 @@ class ProgramBuilder:
         ``memory_type`` defaults to the buffer's; micro-ops are loaded by :meth:`gemm` and
         :meth:`alu`, never here.
         """
-        self._check_open()
         mem = buffer.memory_type if memory_type is None else MemId(memory_type)
         if mem in (MemId.OUT, MemId.UOP):
             raise BuilderError(f"load_2d: cannot load {mem.name} (use store_2d, gemm or alu)")
-        x_stride = x_size if x_stride is None else x_stride
-        dram_base = self._dram_base(buffer, mem, offset, y_size, x_size, x_stride, "load_2d")
+        pads = {"y_pad_0": y_pad_0, "y_pad_1": y_pad_1, "x_pad_0": x_pad_0, "x_pad_1": x_pad_1}
         rows = (y_pad_0 + y_size + y_pad_1) * (x_pad_0 + x_size + x_pad_1)
-        self._check_sram("load_2d", mem, sram, rows)
-        insn = self._record(
+        self._transfer(
             "load_2d",
-            MemInsn,
-            opcode=Opcode.LOAD,
-            memory_type=mem,
-            sram_base=sram,
-            dram_base=dram_base,
+            Opcode.LOAD,
+            mem,
+            buffer,
+            sram=sram,
+            rows=rows,
+            offset=offset,
             y_size=y_size,
             x_size=x_size,
             x_stride=x_stride,
-            y_pad_0=y_pad_0,
-            y_pad_1=y_pad_1,
-            x_pad_0=x_pad_0,
-            x_pad_1=x_pad_1,
+            pads=pads,
         )
-        self._append(insn)
 
     def store_2d(
         self,
@@ -258,20 +252,51 @@ class ProgramBuilder:
     ) -> None:
         """STORE OUT rows ``sram .. sram + y_size * x_size`` to ``y_size`` rows of ``x_size``
         elements, ``x_stride`` apart, from element ``offset`` of ``buffer``."""
+        self._transfer(
+            "store_2d",
+            Opcode.STORE,
+            MemId.OUT,
+            buffer,
+            sram=sram,
+            rows=y_size * x_size,
+            offset=offset,
+            y_size=y_size,
+            x_size=x_size,
+            x_stride=x_stride,
+            pads={},
+        )
+
+    def _transfer(
+        self,
+        what: str,
+        opcode: Opcode,
+        mem: MemId,
+        buffer: DramBuffer,
+        *,
+        sram: int,
+        rows: int,
+        offset: int,
+        y_size: int,
+        x_size: int,
+        x_stride: int | None,
+        pads: dict[str, int],
+    ) -> None:
+        """Check and append a LOAD or STORE of ``rows`` SRAM rows from ``sram``."""
         self._check_open()
         x_stride = x_size if x_stride is None else x_stride
-        dram_base = self._dram_base(buffer, MemId.OUT, offset, y_size, x_size, x_stride, "store_2d")
-        self._check_sram("store_2d", MemId.OUT, sram, y_size * x_size)
+        dram_base = self._dram_base(buffer, mem, offset, y_size, x_size, x_stride, what)
+        self._check_sram(what, mem, sram, rows)
         insn = self._record(
-            "store_2d",
+            what,
             MemInsn,
-            opcode=Opcode.STORE,
-            memory_type=MemId.OUT,
+            opcode=opcode,
+            memory_type=mem,
             sram_base=sram,
             dram_base=dram_base,
             y_size=y_size,
             x_size=x_size,
             x_stride=x_stride,
+            **pads,
         )
         self._append(insn)
 

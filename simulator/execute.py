@@ -57,6 +57,7 @@ _AT_UFUNCS = {
     AluOp.MUL: np.multiply,
 }
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
+_PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
 
 
 class Executor:
@@ -86,9 +87,21 @@ class Executor:
         insn = self.instructions[index]
         common = {"index": index, "module": stage_of(insn), "pops": pops, "pushes": pushes}
         if isinstance(insn, MemInsn):
-            if insn.opcode is Opcode.LOAD:
-                return self._load(index, insn, clock, common)
-            return self._store(index, insn, clock, common)
+            load = insn.opcode is Opcode.LOAD
+            elem_bytes = self.cfg.elem_bytes(insn.memory_type) if load else self.cfg.out_elem_bytes
+            common |= {
+                "memory_type": insn.memory_type,
+                "sram_base": insn.sram_base,
+                "dram_address": insn.dram_base * elem_bytes,
+                "y_size": insn.y_size,
+                "x_size": insn.x_size,
+                "x_stride": insn.x_stride,
+                "elem_bytes": elem_bytes,
+            }
+            if load:
+                pads = {name: getattr(insn, name) for name in _PADS}
+                return self._load(index, insn, clock, LoadEvent(**common, **pads))
+            return self._store(index, insn, clock, StoreEvent(**common))
         if isinstance(insn, GemmInsn | AluInsn):
             return self._loop(index, insn, clock, common)
         assert isinstance(insn, FinishInsn)
@@ -130,23 +143,8 @@ class Executor:
         )
 
     # ------------------------------------------------------------------ LOAD
-    def _load(self, index: int, insn: MemInsn, clock: np.ndarray, common: dict) -> Event:
-        mem = insn.memory_type
-        elem_bytes = self.cfg.elem_bytes(mem)
-        event = LoadEvent(
-            **common,
-            memory_type=mem,
-            sram_base=insn.sram_base,
-            dram_address=insn.dram_base * elem_bytes,
-            y_size=insn.y_size,
-            x_size=insn.x_size,
-            x_stride=insn.x_stride,
-            elem_bytes=elem_bytes,
-            y_pad_0=insn.y_pad_0,
-            y_pad_1=insn.y_pad_1,
-            x_pad_0=insn.x_pad_0,
-            x_pad_1=insn.x_pad_1,
-        )
+    def _load(self, index: int, insn: MemInsn, clock: np.ndarray, event: LoadEvent) -> Event:
+        mem, elem_bytes = insn.memory_type, event.elem_bytes
         if insn.x_size == 0:
             return event
         depth = self.cfg.buffer_depth(mem)
@@ -208,18 +206,8 @@ class Executor:
         return raw.view(signed_dtype(width)).reshape(y, x, *shape)
 
     # ------------------------------------------------------------------ STORE
-    def _store(self, index: int, insn: MemInsn, clock: np.ndarray, common: dict) -> Event:
-        elem_bytes = self.cfg.out_elem_bytes
-        event = StoreEvent(
-            **common,
-            memory_type=insn.memory_type,
-            sram_base=insn.sram_base,
-            dram_address=insn.dram_base * elem_bytes,
-            y_size=insn.y_size,
-            x_size=insn.x_size,
-            x_stride=insn.x_stride,
-            elem_bytes=elem_bytes,
-        )
+    def _store(self, index: int, insn: MemInsn, clock: np.ndarray, event: StoreEvent) -> Event:
+        elem_bytes = event.elem_bytes
         if insn.x_size == 0:
             return event
         count = insn.y_size * insn.x_size

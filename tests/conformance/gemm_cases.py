@@ -59,23 +59,13 @@ def build_gemm(cfg: AccelConfig, seed: int, shape: GemmShape) -> Built:
         b.gemm(_grid(thread * acc_rows, 0, 0, tm, tn, tk, reset=True), reset=True)
 
     def load(tile, thread, step):
-        i, j = tile
-        b.load_2d(
-            a_buf,
-            sram=thread * inp_rows,
-            y_size=tm,
-            x_size=tk,
-            x_stride=shape.k,
-            offset=i * tm * shape.k + step * tk,
-        )
-        b.load_2d(
-            w_buf,
-            sram=thread * wgt_rows,
-            y_size=tn,
-            x_size=tk,
-            x_stride=shape.k,
-            offset=j * tn * shape.k + step * tk,
-        )
+        # the tile's rows of A, then of W: rows of tile_k elements, k elements apart in DRAM
+        for buffer, first_row, rows, sram in (
+            (a_buf, tile[0] * tm, tm, thread * inp_rows),
+            (w_buf, tile[1] * tn, tn, thread * wgt_rows),
+        ):
+            offset = first_row * shape.k + step * tk
+            b.load_2d(buffer, sram=sram, y_size=rows, x_size=tk, x_stride=shape.k, offset=offset)
 
     def gemm(tile, thread, step):
         b.gemm(_grid(thread * acc_rows, thread * inp_rows, thread * wgt_rows, tm, tn, tk))
