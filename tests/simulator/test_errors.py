@@ -349,3 +349,30 @@ def test_words_and_records_run_alike():
     program.write_to(dram)
     FunctionalSimulator(TINY).run(words, dram)
     assert np.array_equal(dram, by_record)
+
+
+def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
+    b = ProgramBuilder(TINY)
+    acc = b.alloc("acc", MemId.ACC, 4, np.arange(16, dtype="<i4"))
+    out = b.alloc("out", MemId.OUT, 4)
+    b.load_2d(acc, sram=0, y_size=1, x_size=4)
+    b.alu(Kernel((Uop(dst_idx=0, src_idx=0),), (Loop(4, 1, 1),)), AluOp.ADD, imm=1)
+    b.dep_push(Stage.COMPUTE, Stage.STORE)
+    b.dep_pop(Stage.COMPUTE, Stage.STORE)
+    b.store_2d(out, sram=0, y_size=1, x_size=2, offset=1)  # elements 1 and 2
+    b.load_2d(out, sram=0, y_size=1, x_size=4, memory_type=MemId.INP)  # no token from store
+    program = b.finish()
+    store = next(i for i, x in enumerate(program.instructions) if x.opcode is Opcode.STORE)
+    load = next(
+        i
+        for i, x in enumerate(program.instructions)
+        if isinstance(x, MemInsn) and x.memory_type is MemId.INP
+    )
+    for order in itertools.permutations(Stage):
+        with pytest.raises(RaceError) as info:
+            _run(program, module_order=order)
+        err = info.value
+        assert err.buffer == "DRAM"
+        assert err.rows == tuple(range(out.address + 4, out.address + 12))
+        assert {err.earlier[0], err.later[0]} == {store, load}
+        assert "race on DRAM bytes" in str(err)
