@@ -31,10 +31,10 @@ from isa import (
     MemInsn,
     Opcode,
     Operand,
+    Stage,
     Token,
     instruction_set,
     max_index,
-    stage_of,
     step_indices,
     window_violation,
 )
@@ -81,11 +81,16 @@ class Executor:
         self._uop_reserved = uop_format.reserved_mask
 
     def run(
-        self, index: int, clock: np.ndarray, pops: tuple[Token, ...], pushes: tuple[Token, ...]
+        self,
+        index: int,
+        module: Stage,
+        clock: np.ndarray,
+        pops: tuple[Token, ...],
+        pushes: tuple[Token, ...],
     ) -> Event:
-        """Execute instruction ``index`` whose module's vector clock is ``clock``."""
+        """Execute instruction ``index`` on ``module``, whose vector clock is ``clock``."""
         insn = self.instructions[index]
-        common = {"index": index, "module": stage_of(insn), "pops": pops, "pushes": pushes}
+        common = {"index": index, "module": module, "pops": pops, "pushes": pushes}
         if isinstance(insn, MemInsn):
             load = insn.opcode is Opcode.LOAD
             elem_bytes = self.cfg.elem_bytes(insn.memory_type) if load else self.cfg.out_elem_bytes
@@ -112,7 +117,7 @@ class Executor:
 
     def _check_races(self, index: int, clock: np.ndarray, accesses: list[Access]) -> None:
         if self.races is not None:
-            self.races.access(stage_of(self.instructions[index]), clock, index, accesses)
+            self.races.access(clock, index, accesses)
 
     # ------------------------------------------------------------------ DRAM
     def _dram_rows(self, index: int, insn: MemInsn, elem_bytes: int) -> tuple[int, np.ndarray]:

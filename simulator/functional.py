@@ -180,9 +180,13 @@ class _Run:
         self.fetched = 0
         self.events: list[Event] = []
         self.finished = False
+        # Per instruction, decoded once: its module and the counters it pops and pushes.
+        self.stages = [stage_of(insn) for insn in instructions]
+        self.pops = [popped_tokens(insn) for insn in instructions]
+        self.pushes = [pushed_tokens(insn) for insn in instructions]
         self.by_stage = {stage: [] for stage in Stage}
-        for index, insn in enumerate(instructions):
-            self.by_stage[stage_of(insn)].append(index)
+        for index, stage in enumerate(self.stages):
+            self.by_stage[stage].append(index)
         races = RaceDetector(self.cfg, instructions) if sim.detect_races else None
         self.executor = Executor(self.cfg, DeviceState.zeros(self.cfg), dram, instructions, races)
         self.token_limit = (1 << self.cfg.token_counter_bits) - 1
@@ -202,7 +206,7 @@ class _Run:
         """Dispatch in program order until the next instruction's queue is full."""
         start = self.fetched
         while self.fetched < len(self.instructions):
-            module = self.modules[stage_of(self.instructions[self.fetched])]
+            module = self.modules[self.stages[self.fetched]]
             if len(module.queue) >= self.cfg.cmd_queue_depth:
                 break
             module.queue.append(self.fetched)
@@ -221,10 +225,10 @@ class _Run:
                 self._fetch()
             index = module.current
             insn = self.instructions[index]
-            pops = popped_tokens(insn)
+            pops = self.pops[index]
             if any(not self.tokens[t] for t in pops):
                 break
-            pushes = pushed_tokens(insn)
+            pushes = self.pushes[index]
             for token in pushes:
                 if len(self.tokens[token]) >= self.token_limit:
                     raise SimulationError(
@@ -238,7 +242,8 @@ class _Run:
             module.clock[module.stage - 1] += 1
             if isinstance(insn, FinishInsn):
                 self._check_finish(index, module.clock)
-            self.events.append(self.executor.run(index, module.clock, pops, pushes))
+            event = self.executor.run(index, module.stage, module.clock, pops, pushes)
+            self.events.append(event)
             for token in pushes:
                 self.tokens[token].append(module.clock.copy())
             module.current = None
@@ -275,7 +280,7 @@ class _Run:
             module = self.modules[stage]
             if module.current is not None:
                 insn = self.instructions[module.current]
-                empty = [t.value for t in popped_tokens(insn) if not self.tokens[t]]
+                empty = [t.value for t in self.pops[module.current] if not self.tokens[t]]
                 blocked.append(
                     Blocked(
                         stage.name.lower(),
@@ -286,7 +291,7 @@ class _Run:
                 )
         if self.fetched < len(self.instructions):
             insn = self.instructions[self.fetched]
-            queue = stage_of(insn).name.lower()
+            queue = self.stages[self.fetched].name.lower()
             blocked.append(
                 Blocked(
                     "fetch",

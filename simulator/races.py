@@ -117,9 +117,10 @@ class RaceDetector:
 
     def __init__(self, cfg: AccelConfig, instructions: Sequence[Instruction]) -> None:
         self._instructions = instructions
+        self._module = [stage_of(insn) - 1 for insn in instructions]
         self._program_index: list[list[int]] = [[] for _ in range(_MODULES)]
-        for index, insn in enumerate(instructions):
-            self._program_index[stage_of(insn) - 1].append(index)
+        for index, module in enumerate(self._module):
+            self._program_index[module].append(index)
         self._sram = {
             Space.INP: _Shadow(cfg.inp_buff_depth),
             Space.WGT: _Shadow(cfg.wgt_buff_depth),
@@ -129,13 +130,11 @@ class RaceDetector:
         self._dram = _Shadow(0)
         self._page_slot: dict[int, int] = {}
 
-    def access(
-        self, module: Stage, clock: np.ndarray, index: int, accesses: Sequence[Access]
-    ) -> None:
-        """Instruction ``index`` of ``module``, whose vector clock is ``clock``, makes
-        ``accesses``: raise RaceError if one is unordered with a conflicting earlier access of
-        another module, else remember them. Nothing is recorded when a race is raised."""
-        me = int(module) - 1
+    def access(self, clock: np.ndarray, index: int, accesses: Sequence[Access]) -> None:
+        """Instruction ``index``, whose module's vector clock is ``clock``, makes ``accesses``:
+        raise RaceError if one is unordered with a conflicting earlier access of another
+        module, else remember them. Nothing is recorded when a race is raised."""
+        me = self._module[index]
         mapped = [(a, self._table(a.space), self._positions(a)) for a in accesses]
         for access, table, positions in mapped:
             found = table.conflict(me, clock, positions, access.write)
