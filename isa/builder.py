@@ -127,8 +127,8 @@ class ProgramBuilder:
     ) -> DramBuffer:
         """A DRAM buffer of ``elems`` elements of ``memory_type``, aligned to the element size.
 
-        ``data`` (bytes or a C-contiguous array, exactly the buffer's size) is its initial
-        content; without it the buffer starts zeroed.
+        ``data`` (bytes or a C-contiguous array, exactly the buffer's size, little-endian as
+        DRAM holds it) is its initial content; without it the buffer starts zeroed.
         """
         self._check_open()
         memory_type = MemId(memory_type)

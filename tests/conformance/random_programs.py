@@ -67,6 +67,9 @@ class _Generator:
         self.clock = {stage: [0] * len(Stage) for stage in Stage}
         self.ops: list[_Op] = []
         self.rows = {mem: min(n, cfg.buffer_depth(mem)) for mem, n in _ROWS.items()}
+        # The accumulator rows used, and below them room to store each one's planes.
+        planes = cfg.acc_width // cfg.out_width
+        self.rows[MemId.ACC] = min(_ROWS[MemId.ACC], cfg.acc_buff_depth // (1 + planes))
         data = np.random.default_rng(seed)
 
         def buffer(name: str, mem: MemId, elems: int, width: int) -> DramBuffer:

@@ -39,6 +39,53 @@ def test_simulator_matches_reference_interpreter(seed, preset):
     np.testing.assert_array_equal(_simulate(program), _reference(program))
 
 
+#: Corners of the configuration space the presets leave out: batch > 1, unequal blocks, 16- and
+#: 32-bit data, 64-bit accumulators (products in int64 rather than float64), queues 1 deep.
+UNUSUAL = (
+    AccelConfig(
+        batch=2,
+        block_in=8,
+        block_out=4,
+        inp_width=16,
+        acc_width=64,
+        uop_buff_size=4096,
+        inp_buff_size=4096,
+        wgt_buff_size=4096,
+        acc_buff_size=8192,
+        cmd_queue_depth=4,
+    ),
+    AccelConfig(
+        batch=2,
+        block_in=1,
+        block_out=2,
+        inp_width=32,
+        wgt_width=32,
+        acc_width=64,
+        uop_buff_size=1024,
+        inp_buff_size=1024,
+        wgt_buff_size=1024,
+        acc_buff_size=4096,
+        cmd_queue_depth=2,
+    ),
+    AccelConfig(
+        block_in=4,
+        block_out=8,
+        uop_buff_size=1024,
+        inp_buff_size=512,
+        wgt_buff_size=1024,
+        acc_buff_size=1024,
+        cmd_queue_depth=1,
+    ),
+)
+
+
+@settings(max_examples=30)
+@given(seed=seeds, cfg=st.sampled_from(UNUSUAL))
+def test_simulator_matches_reference_on_unusual_configurations(seed, cfg):
+    program = random_program(cfg, seed)
+    np.testing.assert_array_equal(_simulate(program), _reference(program))
+
+
 @settings(max_examples=20)
 @given(seed=seeds, preset=st.sampled_from(PRESETS))
 def test_result_does_not_depend_on_module_order(seed, preset):
