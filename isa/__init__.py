@@ -38,7 +38,14 @@ from isa.fields import Field, Format, InstructionSet, instruction_set
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
 from isa.program import DramSegment, Program, check_config
-from isa.steps import Operand, WindowViolation, max_index, step_indices, window_violation
+from isa.steps import (
+    Operand,
+    WindowViolation,
+    max_index,
+    operand_buffers,
+    step_indices,
+    window_violation,
+)
 from isa.tokens import Token, illegal_flags, popped_tokens, pushed_tokens, token_between
 
 __all__ = [
@@ -93,6 +100,7 @@ __all__ = [
     "insn_bytes",
     "instruction_set",
     "max_index",
+    "operand_buffers",
     "popped_tokens",
     "pushed_tokens",
     "stage_of",

@@ -33,7 +33,7 @@ from isa.errors import BuilderError, EncodingError, ProgramError
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
 from isa.program import DramSegment, Program
-from isa.steps import Operand, max_index, window_violation
+from isa.steps import Operand, max_index, operand_buffers, window_violation
 from isa.tokens import Token, popped_tokens, pushed_tokens, token_between
 
 __all__ = ["DramBuffer", "Kernel", "Loop", "ProgramBuilder"]
@@ -361,12 +361,7 @@ class ProgramBuilder:
                 raise BuilderError(f"{what}: micro-op {index}: {err.detail}") from None
         fields = {op: np.array([getattr(u, op.uop_field) for u in uops]) for op in Operand}
         cfg = self.cfg
-        bounds = [(Operand.DST, MemId.ACC)]
-        if isinstance(insn, GemmInsn) and not insn.reset_reg:
-            bounds += [(Operand.SRC, MemId.INP), (Operand.WGT, MemId.WGT)]
-        if isinstance(insn, AluInsn) and not (insn.use_imm or insn.reset_reg):
-            bounds.append((Operand.SRC, MemId.ACC))
-        for operand, mem in bounds:
+        for operand, mem in operand_buffers(insn).items():
             top = max_index(insn, fields[operand], operand)
             if top >= cfg.buffer_depth(mem):
                 raise BuilderError(

@@ -16,8 +16,16 @@ from enum import Enum
 import numpy as np
 
 from isa.instructions import AluInsn, GemmInsn
+from isa.opcodes import MemId
 
-__all__ = ["Operand", "WindowViolation", "max_index", "step_indices", "window_violation"]
+__all__ = [
+    "Operand",
+    "WindowViolation",
+    "max_index",
+    "operand_buffers",
+    "step_indices",
+    "window_violation",
+]
 
 LoopInsn = GemmInsn | AluInsn
 
@@ -79,13 +87,23 @@ class WindowViolation:
         )
 
 
+def operand_buffers(insn: LoopInsn) -> dict[Operand, MemId]:
+    """The operands whose rows a step of ``insn`` uses, and the buffer each indexes: the
+    accumulator always; for a multiplying GEMM the input and weight rows; for an ALU step
+    without immediate or reset the source accumulator rows (SEMANTICS 5 and 6)."""
+    operands = {Operand.DST: MemId.ACC}
+    if isinstance(insn, GemmInsn) and not insn.reset_reg:
+        operands |= {Operand.SRC: MemId.INP, Operand.WGT: MemId.WGT}
+    if isinstance(insn, AluInsn) and not (insn.use_imm or insn.reset_reg):
+        operands[Operand.SRC] = MemId.ACC
+    return operands
+
+
 def _acc_reads(insn: LoopInsn) -> tuple[Operand, ...]:
-    """The operands whose accumulator rows a step reads (SEMANTICS 5 and 6)."""
-    if isinstance(insn, GemmInsn):
-        return () if insn.reset_reg else (Operand.DST,)
-    if insn.use_imm or insn.reset_reg:
-        return (Operand.DST,)
-    return (Operand.DST, Operand.SRC)
+    """The operands whose accumulator rows a step reads (a GEMM reset only writes)."""
+    if isinstance(insn, GemmInsn) and insn.reset_reg:
+        return ()
+    return tuple(op for op, mem in operand_buffers(insn).items() if mem is MemId.ACC)
 
 
 def window_violation(

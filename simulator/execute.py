@@ -35,6 +35,7 @@ from isa import (
     Token,
     instruction_set,
     max_index,
+    operand_buffers,
     step_indices,
     window_violation,
 )
@@ -261,7 +262,7 @@ class Executor:
             )
         uops = self.state.uop[insn.uop_bgn : insn.uop_end]
         bases = {op: uops[:, column] for column, op in enumerate(Operand)}
-        operands = self._operands(insn)
+        operands = operand_buffers(insn)
         for operand, mem in operands.items():
             top = max_index(insn, bases[operand], operand)
             if top >= self.cfg.buffer_depth(mem):
@@ -289,16 +290,6 @@ class Executor:
         acc[rows] = wrap(acc[rows], self.cfg.acc_width)
         self.state.out[rows] = wrap(acc[rows], self.cfg.out_width)
         return event
-
-    @staticmethod
-    def _operands(insn: GemmInsn | AluInsn) -> dict[Operand, MemId]:
-        """The operands a step uses and the buffer each indexes."""
-        operands = {Operand.DST: MemId.ACC}
-        if isinstance(insn, GemmInsn) and not insn.reset_reg:
-            operands |= {Operand.SRC: MemId.INP, Operand.WGT: MemId.WGT}
-        if isinstance(insn, AluInsn) and not (insn.use_imm or insn.reset_reg):
-            operands[Operand.SRC] = MemId.ACC
-        return operands
 
     def _chunks(
         self,

@@ -22,9 +22,11 @@ import numpy as np
 
 from isa import (
     AccelConfig,
+    AluInsn,
     ConfigMismatchError,
     EncodingError,
     FinishInsn,
+    GemmInsn,
     Instruction,
     MemId,
     MemInsn,
@@ -50,6 +52,7 @@ from simulator.state import DeviceState
 __all__ = ["FunctionalSimulator"]
 
 _DEFAULT_ORDER = (Stage.LOAD, Stage.COMPUTE, Stage.STORE)
+_RECORDS = (MemInsn, GemmInsn, AluInsn, FinishInsn)
 
 
 @dataclass
@@ -109,6 +112,11 @@ class FunctionalSimulator:
                 return decode(insn, self.cfg)
             except EncodingError as err:
                 raise SimulationError(err.detail, index=index) from None
+        if not isinstance(insn, _RECORDS):
+            raise SimulationError(
+                f"a {type(insn).__name__} is neither an instruction record nor a 128-bit word",
+                index=index,
+            )
         return insn
 
     def _validate(self, instructions: Sequence[Instruction]) -> None:

@@ -337,6 +337,8 @@ def test_whole_program_errors():
     big = Program(TINY, [FinishInsn()], segments=[DramSegment("x", 100, b"\1")])
     with pytest.raises(SimulationError, match="too small"):
         sim.run(big, np.zeros(16, np.uint8))
+    with pytest.raises(SimulationError, match="instruction 1: a str is neither"):
+        sim.run([FinishInsn(), "FINISH"], np.zeros(16, np.uint8))
     with pytest.raises(SimulationError, match="module_order"):
         FunctionalSimulator(TINY, module_order=(Stage.LOAD, Stage.LOAD, Stage.STORE))
 
