@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev
+EXTRAS := dev,cpu
 APT_PACKAGES :=
 PYTEST_ARGS ?= -n 2
 
