@@ -491,14 +491,22 @@ class _Emitter:
             return self.cast(e, index)
         if isinstance(e, Call):
             (arg,) = (self.expr(a) for a in e.args)
-            intrinsic = b.module.declare_intrinsic(f"llvm.{e.func.value}", [arg.type])
-            return b.call(intrinsic, [arg], fastmath=_FAST)
+            return b.call(self._intrinsic(e.func.value, arg.type, 1), [arg], fastmath=_FAST)
         if isinstance(e, Load):
             value = self.load(e)
             return self._widen(value) if index else value
         if isinstance(e, BufferAddress):
             return self.address(e)
         raise CompileError(f"the LLVM backend cannot emit {type(e).__name__}")
+
+    def _intrinsic(self, name: str, typ: ir.Type, arity: int) -> ir.Function:
+        """The overloaded LLVM intrinsic ``llvm.NAME`` for float or float-vector ``typ``."""
+        suffix = f"v{typ.count}f32" if isinstance(typ, ir.VectorType) else "f32"
+        full = f"llvm.{name}.{suffix}"
+        existing = self.module.globals.get(full)
+        if existing is not None:
+            return existing
+        return ir.Function(self.module, ir.FunctionType(typ, [typ] * arity), full)
 
     def _ramp(self) -> ir.Value:
         assert self.vector is not None
@@ -543,9 +551,8 @@ class _Emitter:
         op = e.op
         if e.dtype.is_float:
             if op is BinOp.MIN or op is BinOp.MAX:
-                name = "llvm.minnum" if op is BinOp.MIN else "llvm.maxnum"
-                intrinsic = b.module.declare_intrinsic(name, [a.type])
-                return b.call(intrinsic, [a, c])
+                name = "minnum" if op is BinOp.MIN else "maxnum"
+                return b.call(self._intrinsic(name, a.type, 2), [a, c])
             emit = {BinOp.ADD: b.fadd, BinOp.SUB: b.fsub, BinOp.MUL: b.fmul, BinOp.DIV: b.fdiv}
             return emit[op](a, c, flags=_FAST)
         if op is BinOp.AND:
