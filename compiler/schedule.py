@@ -232,7 +232,7 @@ class StageState:
         return self.op.axes + reduce
 
     def error(self, message: str, axis: IterVar | None = None) -> ScheduleError:
-        return ScheduleError(message, stage=self.name, axis=axis.name if axis else "")
+        return ScheduleError(message, stage=self.name, axis=axis.name if axis is not None else "")
 
 
 @dataclass(frozen=True)
