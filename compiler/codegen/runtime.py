@@ -122,8 +122,8 @@ class CompiledFunction:
             array, param = arrays[position], self._params[position]
             if not array.flags.writeable:
                 raise CompileError("is an output but is read-only", tensor=param.name, op=self.name)
-            for other, other_param in zip(arrays, self._params, strict=True):
-                if other is not array and np.may_share_memory(array, other):
+            for index, (other, other_param) in enumerate(zip(arrays, self._params, strict=True)):
+                if index != position and np.may_share_memory(array, other):
                     raise CompileError(
                         f"is an output and overlaps argument {other_param.name!r}",
                         tensor=param.name,

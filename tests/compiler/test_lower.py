@@ -11,7 +11,6 @@ from compiler.expr import Const, DType, Var
 from compiler.ir import Buffer, CallIntrinsic, For, ForKind, IfThenElse, LoweredFunc, Store
 from compiler.lower import schedule_to_ir
 from compiler.passes import flatten, tensorize
-from compiler.printer import format_func
 from compiler.simplify import simplify
 from compiler.visit import walk
 
@@ -24,22 +23,25 @@ def _matmul(m=16, n=32, k=8):
     return a, b, c, r
 
 
-GOLDEN = """\
-func main(A: float32[16, 8], B: float32[8, 32], C: float32[16, 32]):
-  parallel for i.outer in 0..4:
-    for j.outer in 0..2:
-      allocate C.local: float32[4, 16] local
-      unrolled for i in 0..4:
-        vectorized for j in 0..16:
-          C.local[i * 16 + j] = 0.0f
-      for k in 0..8:
-        unrolled for i in 0..4:
-          vectorized for j in 0..16:
-            C.local[i * 16 + j] = C.local[i * 16 + j] + A[i.outer * 32 + i * 8 + k] * B[k * 32 + j.outer * 16 + j]
-      for i.inner in 0..4:
-        vectorized for j.inner in 0..16:
-          C[i.outer * 128 + i.inner * 32 + j.outer * 16 + j.inner] = C.local[i.inner * 16 + j.inner]
-"""
+#: The readable loop IR (long lines are split only to fit this file).
+GOLDEN = (
+    "func main(A: float32[16, 8], B: float32[8, 32], C: float32[16, 32]):\n"
+    "  parallel for i.outer in 0..4:\n"
+    "    for j.outer in 0..2:\n"
+    "      allocate C.local: float32[4, 16] local\n"
+    "      unrolled for i in 0..4:\n"
+    "        vectorized for j in 0..16:\n"
+    "          C.local[i * 16 + j] = 0.0f\n"
+    "      for k in 0..8:\n"
+    "        unrolled for i in 0..4:\n"
+    "          vectorized for j in 0..16:\n"
+    "            C.local[i * 16 + j]"
+    " = C.local[i * 16 + j] + A[i.outer * 32 + i * 8 + k] * B[k * 32 + j.outer * 16 + j]\n"
+    "      for i.inner in 0..4:\n"
+    "        vectorized for j.inner in 0..16:\n"
+    "          C[i.outer * 128 + i.inner * 32 + j.outer * 16 + j.inner]"
+    " = C.local[i.inner * 16 + j.inner]\n"
+)
 
 
 def _scheduled_matmul():
@@ -47,7 +49,7 @@ def _scheduled_matmul():
     s = create_schedule(c)
     acc = s.cache_write(c, "local")
     i, j = c.op.axis
-    io, jo, ii, ji = s[c].tile(i, j, 4, 16)
+    io, jo, _ii, ji = s[c].tile(i, j, 4, 16)
     s[acc].compute_at(s[c], jo)
     x, y = acc.op.axis
     s[acc].reorder(r, x, y)
@@ -81,7 +83,7 @@ def test_bound_inference_sizes_an_attached_stage_by_its_window():
     p = te.compute((20,), lambda x: a[x] * 2.0, name="P")
     q = te.compute((18,), lambda y: p[y] + p[y + 2], name="Q")
     s = create_schedule(q)
-    yo, yi = s[q].split(q.op.axis[0], 6)
+    yo, _yi = s[q].split(q.op.axis[0], 6)
     s[p].compute_at(s[q], yo)
     func = lower(s, [a, q])
     (alloc,) = [n for n in walk(func.body) if type(n).__name__ == "Allocate"]
