@@ -44,6 +44,7 @@ unit: setup
 test: lint unit
 
 bench: setup
+	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
 	@mkdir -p benchmarks/results
 	@set -e; for f in benchmarks/[!_]*.py; do \
 		echo "== $$f"; $(PY) $$f; \
