@@ -92,8 +92,8 @@ class Buffer:
 
 
 @dataclass(frozen=True)
-class Load(Expr):
-    """``buffer[indices]``."""
+class _Element(Expr):
+    """An element ``buffer[indices]`` (its type is the buffer's)."""
 
     buffer: Buffer
     indices: tuple[Expr, ...]
@@ -105,16 +105,13 @@ class Load(Expr):
 
 
 @dataclass(frozen=True)
-class BufferAddress(Expr):
+class Load(_Element):
+    """The value of ``buffer[indices]``."""
+
+
+@dataclass(frozen=True)
+class BufferAddress(_Element):
     """The address of ``buffer[indices]``: an argument of an intrinsic call."""
-
-    buffer: Buffer
-    indices: tuple[Expr, ...]
-    children: ClassVar = ("indices",)
-
-    @property
-    def dtype(self) -> DType:  # type: ignore[override]
-        return self.buffer.dtype
 
 
 class Stmt(Node):

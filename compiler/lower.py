@@ -109,6 +109,7 @@ class _Nest:
 def _derive_loops(nest: _Nest, root_extent: dict[IterVar, int]) -> None:
     """Leaf extents, root values and tail guards from the stage's split/fuse relations."""
     extent = dict(root_extent)
+    uneven: list[tuple[IterVar, int]] = []  # splits whose parts overshoot their parent
     for relation in nest.stage.relations:
         if isinstance(relation, Split):
             total = extent[relation.parent]
@@ -120,7 +121,7 @@ def _derive_loops(nest: _Nest, root_extent: dict[IterVar, int]) -> None:
                 inner = -(-total // outer)
             extent[relation.outer], extent[relation.inner] = outer, inner
             if outer * inner != total:
-                nest.guards.append((relation.parent, total))  # type: ignore[arg-type]
+                uneven.append((relation.parent, total))
         else:
             extent[relation.fused] = extent[relation.outer] * extent[relation.inner]
     value: dict[IterVar, Expr] = {leaf: leaf.var for leaf in nest.leaves}
@@ -134,7 +135,7 @@ def _derive_loops(nest: _Nest, root_extent: dict[IterVar, int]) -> None:
             value[relation.inner] = value[relation.fused] % inner_extent
     nest.leaf_extent = {leaf: extent[leaf] for leaf in nest.leaves}
     nest.root_value = value
-    nest.guards = [value[parent] < total for parent, total in nest.guards]  # type: ignore[misc]
+    nest.guards = [value[parent] < total for parent, total in uneven]
 
 
 def _inline(states: dict[ComputeOp, StageState]) -> dict[ComputeOp, Expr]:

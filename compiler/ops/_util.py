@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from compiler import te
+from compiler.expr import IterVar
+from compiler.ops.knobs import Config
+from compiler.schedule import Schedule
 from compiler.te import Tensor
 
-__all__ = ["pad_nchw", "vector_choices"]
+__all__ = ["pad_nchw", "schedule_sliding_window", "vector_choices"]
 
 
 def vector_choices(extent: int, widths: tuple[int, ...] = (16, 8, 32, 4)) -> tuple[int, ...]:
@@ -29,3 +32,20 @@ def pad_nchw(data: Tensor, pad: int, value: float = 0.0) -> Tensor:
 
     shape = (n, c, h + 2 * pad, w + 2 * pad, *block)
     return te.compute(shape, padded, name=f"{data.name}.pad")
+
+
+def schedule_sliding_window(
+    s: Schedule, out: Tensor, window: tuple[IterVar, IterVar], cfg: Config
+) -> None:
+    """The schedule of an NCHW sliding-window reduction (depthwise conv, pooling): output rows
+    split into ``tile_ow`` vectors inside the window loops, channels in parallel."""
+    ry, rx = window
+    b, f, y, x = out.op.axis
+    xo, xi = s[out].split(x, cfg["tile_ow"])
+    s[out].reorder(b, f, y, xo, ry, rx, xi)
+    if cfg["vectorize"]:
+        s[out].vectorize(xi)
+    if cfg.get("unroll_kw"):
+        s[out].unroll(rx)
+    if cfg["parallel"]:
+        s[out].parallel(s[out].fuse(b, f))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.errors import CompileError
-from compiler.ops._util import pad_nchw, vector_choices
+from compiler.ops._util import pad_nchw, schedule_sliding_window, vector_choices
 from compiler.ops.conv2d import out_size
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
@@ -55,18 +55,10 @@ def _declare(
         name="depthwise_conv2d",
     )
     s = create_schedule(out)
-    b, f, y, x = out.op.axis
-    xo, xi = s[out].split(x, cfg["tile_ow"])
-    s[out].reorder(b, f, y, xo, ry, rx, xi)
-    if cfg["vectorize"]:
-        s[out].vectorize(xi)
-    if cfg["unroll_kw"]:
-        s[out].unroll(rx)
-    if cfg["parallel"]:
-        s[out].parallel(s[out].fuse(b, f))
-        if padded is not data:
-            pb, pc, *_ = padded.op.axis
-            s[padded].parallel(s[padded].fuse(pb, pc))
+    schedule_sliding_window(s, out, (ry, rx), cfg)
+    if cfg["parallel"] and padded is not data:
+        pb, pc, *_ = padded.op.axis
+        s[padded].parallel(s[padded].fuse(pb, pc))
     return s, out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.errors import CompileError
-from compiler.ops._util import pad_nchw, vector_choices
+from compiler.ops._util import pad_nchw, schedule_sliding_window, vector_choices
 from compiler.ops.conv2d import out_size
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
@@ -60,15 +60,9 @@ def _declare(
 
     out = te.compute((n, c, oh, ow), window, name=f"{kind}_pool2d")
     s = create_schedule(out)
-    b, f, y, x = out.op.axis
-    xo, xi = s[out].split(x, cfg["tile_ow"])
-    s[out].reorder(b, f, y, xo, ry, rx, xi)
-    if cfg["vectorize"]:
-        s[out].vectorize(xi)
     if padded is not data:
         s[padded].compute_inline()
-    if cfg["parallel"]:
-        s[out].parallel(s[out].fuse(b, f))
+    schedule_sliding_window(s, out, (ry, rx), cfg)
     return s, out
 
 
