@@ -392,7 +392,8 @@ class _Emitter:
                 value = self.b.extract_element(
                     value, ir.Constant(ir.IntType(32), self.vector.lanes - 1)
                 )
-            address = self.b.gep(pointer, [self.index(index)], inbounds=True, source_etype=elem)
+            offset = self._clamp(self.index(index), s.buffer, index)
+            address = self.b.gep(pointer, [offset], inbounds=True, source_etype=elem)
             self.b.store(value, address, align=s.buffer.dtype.bytes)
             return
         lanes = self.vector.lanes
@@ -400,11 +401,12 @@ class _Emitter:
             value = _splat(self.b, value, lanes)
         base = self._contiguous_base(index)
         if base is not None:
-            address = self.b.gep(pointer, [self.index(base)], inbounds=True, source_etype=elem)
+            offset = self._clamp(self.index(base), s.buffer, base)
+            address = self.b.gep(pointer, [offset], inbounds=True, source_etype=elem)
             address = self.b.bitcast(address, ir.PointerType(value.type))
             self.b.store(value, address, align=self._alignment(s.buffer, base))
             return
-        offsets = self.index(index)
+        offsets = self._clamp(self.index(index), s.buffer, index)
         for lane in range(lanes):
             at = ir.Constant(ir.IntType(32), lane)
             address = self.b.gep(
@@ -568,18 +570,32 @@ class _Emitter:
         if op in (BinOp.MIN, BinOp.MAX):
             pick = b.icmp_signed("<" if op is BinOp.MIN else ">", a, c)
             return b.select(pick, a, c)
-        zero = self._like(a, ir.Constant(a.type.element if _is_vector(a) else a.type, 0))
-        one = self._like(a, ir.Constant(a.type.element if _is_vector(a) else a.type, 1))
-        quotient = b.sdiv(a, c)
-        remainder = b.srem(a, c)
+        return self.floor_divide(op, a, c)
+
+    def floor_divide(self, op: BinOp, a: ir.Value, c: ir.Value) -> ir.Value:
+        """Floor division or modulo. A divisor of 0 gives 0 and one of -1 wraps (numpy's
+        results), where the hardware would trap and kill the process."""
+        b = self.b
+        element = a.type.element if _is_vector(a) else a.type
+        zero, one, minus_one = (self._like(a, ir.Constant(element, v)) for v in (0, 1, -1))
+        constant = isinstance(c, ir.Constant) and not _is_vector(c)
+        risky = not constant or c.constant in (0, -1)
+        trap = b.or_(b.icmp_signed("==", c, zero), b.icmp_signed("==", c, minus_one))
+        divisor = b.select(trap, one, c) if risky else c
+        quotient = b.sdiv(a, divisor)
+        remainder = b.srem(a, divisor)
         # floor semantics: adjust when the remainder is non-zero and its sign differs from c's
         adjust = b.and_(
             b.icmp_signed("!=", remainder, zero),
-            b.xor(b.icmp_signed("<", remainder, zero), b.icmp_signed("<", c, zero)),
+            b.xor(b.icmp_signed("<", remainder, zero), b.icmp_signed("<", divisor, zero)),
         )
         if op is BinOp.FLOOR_DIV:
-            return b.select(adjust, b.sub(quotient, one), quotient)
-        return b.select(adjust, b.add(remainder, c), remainder)
+            result = b.select(adjust, b.sub(quotient, one), quotient)
+            special = b.select(b.icmp_signed("==", c, zero), zero, b.sub(zero, a))
+        else:
+            result = b.select(adjust, b.add(remainder, divisor), remainder)
+            special = zero
+        return b.select(trap, special, result) if risky else result
 
     def compare(self, e: Compare) -> ir.Value:
         a, c = self._unify(self.expr(e.a), self.expr(e.b))
@@ -629,14 +645,14 @@ class _Emitter:
         uniform = self.vector is None or self.vector.var not in free_vars(index)
         if uniform or (not self.guarded and self._contiguous_base(index) is not None):
             base = index if uniform else self._contiguous_base(index)
-            offset = self._clamp(self.index(base), buffer)
+            offset = self._clamp(self.index(base), buffer, base)
             address = b.gep(pointer, [offset], inbounds=True, source_etype=elem)
             if uniform:
                 return b.load(address, typ=elem, align=buffer.dtype.bytes)
             vector_type = ir.VectorType(elem, self.vector.lanes)
             address = b.bitcast(address, ir.PointerType(vector_type))
             return b.load(address, typ=vector_type, align=self._alignment(buffer, base))
-        offsets = self._clamp(self.index(index), buffer)
+        offsets = self._clamp(self.index(index), buffer, index)
         lanes = self.vector.lanes
         result = ir.Constant(ir.VectorType(elem, lanes), ir.Undefined)
         for lane in range(lanes):
@@ -649,10 +665,13 @@ class _Emitter:
             )
         return result
 
-    def _clamp(self, offset: ir.Value, buffer: Buffer) -> ir.Value:
-        """Inside a select's branches, keep the address inside the buffer (its value is then
-        discarded when the branch is not taken)."""
-        if not self.guarded or buffer.strides is not None:
+    def _clamp(self, offset: ir.Value, buffer: Buffer, index: Expr) -> ir.Value:
+        """Keep the address inside the buffer where it cannot be proven to stay there: in a
+        select's branches (the value is then discarded when the branch is not taken) and where
+        the index depends on data (``A[B[i]]``: an out-of-range ``B[i]`` reads the nearest
+        element instead of faulting)."""
+        indirect = any(isinstance(n, Load) for n in walk(index))
+        if not (self.guarded or indirect) or buffer.strides is not None:
             return offset
         b = self.b
         low = self._like(offset, ir.Constant(_INDEX, 0))

@@ -164,3 +164,30 @@ def test_unreferenced_placeholder_and_missing_arguments():
     assert info.value.tensor == "x"
     with pytest.raises(CompileError, match="output of the schedule is not an argument"):
         build(s, [x])
+
+
+def test_integer_division_by_zero_or_minus_one_does_not_trap():
+    x = te.placeholder((6,), "int32", "x")
+    y = te.placeholder((6,), "int32", "y")
+    q = te.compute((6,), lambda i: x[i] // y[i], name="q")
+    r = te.compute((6,), lambda i: x[i] % y[i], name="r")
+    s = create_schedule([q, r])
+    x_np = np.array([7, -7, 5, np.iinfo(np.int32).min, 3, -9], np.int32)
+    y_np = np.array([2, 2, 0, -1, -1, 4], np.int32)
+    got_q, got_r = np.zeros(6, np.int32), np.zeros(6, np.int32)
+    build(s, [x, y, q, r])(x_np, y_np, got_q, got_r)
+    with np.errstate(divide="ignore", over="ignore"):
+        np.testing.assert_array_equal(got_q, x_np // y_np)
+        np.testing.assert_array_equal(got_r, x_np % y_np)
+
+
+def test_data_dependent_indices_stay_inside_the_buffer():
+    table = te.placeholder((4,), name="table")
+    index = te.placeholder((5,), "int32", "index")
+    out = te.compute((5,), lambda i: table[index[i]], name="out")
+    s = create_schedule(out)
+    got = np.zeros(5, np.float32)
+    build(s, [table, index, out])(
+        np.array([10, 11, 12, 13], np.float32), np.array([2, -5, 3, 1 << 30, 0], np.int32), got
+    )
+    np.testing.assert_array_equal(got, [12, 10, 13, 13, 10])
