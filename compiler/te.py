@@ -65,7 +65,6 @@ __all__ = [
     "select",
     "sqrt",
     "sum",
-    "var",
 ]
 
 
@@ -184,11 +183,6 @@ def placeholder(
 ) -> Tensor:
     """An input tensor of static ``shape`` and ``dtype``."""
     return Tensor(PlaceholderOp(name, _shape(shape, name), DType.of(dtype)))
-
-
-def var(name: str) -> Var:
-    """A free int32 variable (used when declaring intrinsics and in tests)."""
-    return Var(name)
 
 
 def reduce_axis(dom: tuple[int, int] | int, name: str = "k") -> IterVar:

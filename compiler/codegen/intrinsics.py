@@ -17,8 +17,6 @@ from compiler.visit import transform
 
 __all__ = ["lower_intrinsic"]
 
-_MAX_LANES = 64
-
 
 def _operand(tensor: Tensor) -> Buffer:
     outer = tuple(Var(f"{tensor.name}.stride{d}") for d in range(tensor.ndim - 1))
@@ -46,8 +44,8 @@ def lower_intrinsic(intrin: TensorIntrin) -> LoweredFunc:
         value, reduce_axes = transform(body, load), ()
     stmt: Stmt = Store(out, index, value)
     for position, axis in enumerate(reversed(op.axes)):
-        vector = position == 0 and axis.extent <= _MAX_LANES
-        stmt = For(axis.var, axis.extent, ForKind.VECTORIZED if vector else ForKind.SERIAL, stmt)
+        kind = ForKind.VECTORIZED if position == 0 else ForKind.SERIAL  # wide ones stay loops
+        stmt = For(axis.var, axis.extent, kind, stmt)
     for axis in reversed(reduce_axes):
         stmt = For(axis.var, axis.extent, ForKind.SERIAL, stmt)
     func = LoweredFunc(intrin.name, (out, *(buffers[t] for t in intrin.inputs)), stmt)

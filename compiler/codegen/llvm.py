@@ -26,6 +26,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from compiler.codegen.intrinsics import lower_intrinsic
 from compiler.errors import CompileError
 from compiler.expr import (
     Binary,
@@ -733,8 +734,6 @@ class _Intrinsics:
         self._made: dict[object, str] = {}
 
     def function(self, intrin: object, module: ir.Module) -> ir.Function:
-        from compiler.codegen.intrinsics import lower_intrinsic
-
         name = self._made.get(intrin)
         if name is None:
             lowered = lower_intrinsic(intrin)

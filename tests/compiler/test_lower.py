@@ -206,3 +206,15 @@ def test_tensorize_rejects_a_nest_that_does_not_match():
     with pytest.raises(CompileError, match="reduction loop extents") as info:
         lower(s, args)
     assert info.value.op == "dot4x16"
+
+
+def test_pragma_and_scope_are_recorded_in_the_loop_ir():
+    a = te.placeholder((8, 8), name="A")
+    p = te.compute((8, 8), lambda i, j: a[i, j] + 1.0, name="P")
+    q = te.compute((8, 8), lambda i, j: p[i, j] * 2.0, name="Q")
+    s = create_schedule(q)
+    s[p].set_scope("shared")
+    s[q].pragma(q.op.axis[0], "auto_unroll_max_step", 16)
+    text = str(lower(s, [a, q]))
+    assert "allocate P: float32[8, 8] shared" in text
+    assert "// pragma auto_unroll_max_step=16\n  for i_1 in 0..8:" in text
