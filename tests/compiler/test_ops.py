@@ -20,10 +20,10 @@ from compiler.ops import (
 )
 from tests.compiler import reference
 
-FEW = settings(max_examples=6, deadline=None)
+FEW = settings(max_examples=8, deadline=None)
 
 
-def _configs(space: KnobSpace, draw: st.DrawFn, count: int = 1) -> list[dict]:
+def _configs(space: KnobSpace, draw: st.DrawFn, count: int = 2) -> list[dict]:
     """The default configuration plus ``count`` drawn ones."""
     every = list(space)
     picks = [draw(st.integers(0, len(every) - 1)) for _ in range(count)]
