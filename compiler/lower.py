@@ -223,6 +223,14 @@ class _Builder:
         for op in outputs:
             if op not in seen:
                 raise CompileError("an output of the schedule is not an argument", tensor=op.name)
+        for op in seen:
+            state = self.states.get(op)
+            if state is not None and state.attach.kind is not AttachKind.ROOT:
+                raise state.error(
+                    f"is an argument, so it must be computed whole at the root, not "
+                    f"{state.attach.kind.value}",
+                    state.attach.axis,
+                )
         for op in self.order:
             for read in _reads(self.bodies[op]):
                 if isinstance(read.tensor.op, PlaceholderOp) and read.tensor.op not in seen:

@@ -63,7 +63,7 @@ class CompiledFunction:
 
     def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
         self._check(arrays)
-        threads = os.cpu_count() or 1 if num_threads is None else num_threads
+        threads = (os.cpu_count() or 1) if num_threads is None else num_threads
         if not isinstance(threads, int) or threads < 1:
             raise CompileError(f"num_threads must be a positive integer, got {num_threads!r}")
         pointers = [a.ctypes.data for a in arrays]

@@ -99,3 +99,16 @@ def test_compute_at_needs_the_only_reader():
     error = _error(lambda: lower(s, [a, r]))
     assert (error.stage, error.axis) == ("P", "y")
     assert "only reader" in str(error)
+
+
+def test_an_argument_stage_stays_at_the_root():
+    a = te.placeholder((8,), name="A")
+    p = te.compute((8,), lambda x: a[x] + 1.0, name="P")
+    q = te.compute((8,), lambda y: p[y] * 2.0, name="Q")
+    s = create_schedule(q)
+    s[p].compute_at(s[q], q.op.axis[0])
+    error = _error(lambda: lower(s, [a, p, q]))
+    assert (error.stage, error.axis) == ("P", "y")
+    s = create_schedule(q)
+    s[p].compute_inline()
+    assert "not inline" in str(_error(lambda: lower(s, [a, p, q])))
