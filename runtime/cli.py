@@ -8,6 +8,7 @@ never as a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -232,10 +233,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = {c.name: c.run for c in COMMANDS}[args.command]
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit
+        return status
     except VtaforgeError as err:
         print(f"vtaforge {args.command}: error: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`vtaforge ... | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

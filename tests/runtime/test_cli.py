@@ -1,6 +1,7 @@
 """The ``vtaforge`` command line: config, isa, asm, disasm, demo; errors as one line."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -128,3 +129,19 @@ def test_console_script_is_installed():
     )
     assert result.returncode == 0, result.stderr
     assert "1x16_i8w8a32_15_15_18_17" in result.stdout
+
+
+def test_closed_pipe_is_not_a_traceback():
+    # Standard output is a pipe nobody reads (as with `vtaforge ... | head` once head exits).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    result = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "isa", "layout"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    os.close(write_end)
+    assert result.returncode == 0
+    assert result.stderr == ""
