@@ -33,6 +33,7 @@ def _reference(program) -> np.ndarray:
     return np.frombuffer(bytes(dram), dtype=np.uint8)
 
 
+@settings(max_examples=3 * settings.default.max_examples)  # the suite's key differential test
 @given(seed=seeds, preset=st.sampled_from(PRESETS))
 def test_simulator_matches_reference_interpreter(seed, preset):
     program = random_program(AccelConfig.preset(preset), seed)
