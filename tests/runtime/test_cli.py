@@ -117,6 +117,7 @@ def test_demo(capsys, preset):
     assert status == 0
     assert "round trips: assembly ok, binary ok" in out
     assert "GEMM reset_reg=1" in out
+    assert "functional simulator: output matches numpy" in out
 
 
 def test_console_script_is_installed():
