@@ -100,8 +100,9 @@ def operand_buffers(insn: LoopInsn) -> dict[Operand, MemId]:
 
 
 def _acc_reads(insn: LoopInsn) -> tuple[Operand, ...]:
-    """The operands whose accumulator rows a step reads (a GEMM reset only writes)."""
-    if isinstance(insn, GemmInsn) and insn.reset_reg:
+    """The operands whose accumulator rows a step reads (a reset step, GEMM or ALU, only
+    writes)."""
+    if insn.reset_reg:
         return ()
     return tuple(op for op, mem in operand_buffers(insn).items() if mem is MemId.ACC)
 

@@ -77,8 +77,9 @@ def pushed_tokens(insn: Instruction) -> tuple[Token, ...]:
 
 def illegal_flags(insn: Instruction) -> tuple[str, ...]:
     """Flags ``insn`` may not carry: a pop or push toward a neighbour its module does not
-    have, and any pop on FINISH."""
+    have, and any flag on FINISH (it ends the program, so nothing could answer a push)."""
     bad = [f for pop in (True, False) for f, t in _flag_tokens(insn, pop) if t is None]
     if isinstance(insn, FinishInsn):
-        bad += [f for f in ("pop_prev_dep", "pop_next_dep") if getattr(insn, f)]
+        flags = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+        bad += [f for f in flags if getattr(insn, f) and f not in bad]
     return tuple(bad)

@@ -131,9 +131,10 @@ class FunctionalSimulator:
                 raise SimulationError(err.detail, index=index, insn=insn) from None
             bad = illegal_flags(insn)
             if bad:
+                why = " (FINISH carries no flags)" if isinstance(insn, FinishInsn) else ""
                 raise SimulationError(
                     f"{', '.join(bad)} not allowed on a {stage_of(insn).name.lower()} "
-                    f"instruction{' (FINISH cannot pop)' if isinstance(insn, FinishInsn) else ''}",
+                    f"instruction{why}",
                     index=index,
                     insn=insn,
                 )

@@ -66,7 +66,7 @@ def test_window_check_finds_the_first_violation_of_the_whole_loop(case):
     insn, uops = case
     brute = _brute_steps(insn, uops)
     reads_src = isinstance(insn, AluInsn) and not (insn.use_imm or insn.reset_reg)
-    reads_dst = not (isinstance(insn, GemmInsn) and insn.reset_reg)
+    reads_dst = not insn.reset_reg
     expected = None
     for k, (d, s, _) in enumerate(brute):
         recent = [brute[k - j][0] for j in (1, 2) if k - j >= 0]

@@ -263,7 +263,8 @@ BAD = {
         0,
         "push_next_dep not allowed on a store instruction",
     ),
-    "FINISH pops": ([FinishInsn(pop_prev_dep=True)], 0, "FINISH cannot pop"),
+    "FINISH pops": ([FinishInsn(pop_prev_dep=True)], 0, "FINISH carries no flags"),
+    "FINISH pushes": ([FinishInsn(push_next_dep=True)], 0, "push_next_dep not allowed"),
     "LOAD into OUT": ([_mem(memory_type=MemId.OUT), FinishInsn()], 0, "LOAD cannot target OUT"),
     "STORE from ACC": (
         [_mem(Opcode.STORE, MemId.ACC), FinishInsn()],

@@ -11,6 +11,7 @@ from isa import (
     AccelConfig,
     AluInsn,
     AluOp,
+    BuilderError,
     FinishInsn,
     GemmInsn,
     Kernel,
@@ -207,3 +208,24 @@ def test_reset_gemm_reads_no_input_rows():
     program = b.finish()
     simulated, reference = _both(program)
     np.testing.assert_array_equal(simulated, reference)
+
+
+@pytest.mark.parametrize("insn_kind", ["gemm", "alu"])
+def test_reset_steps_read_nothing_so_the_window_does_not_apply(insn_kind):
+    """SEMANTICS 5 and 6: a reset step only writes, so resetting one row three steps in a row
+    is legal, while the same loop without reset breaks the read-after-write window."""
+    cfg = AccelConfig.preset("tiny")
+    same_row = Kernel((Uop(dst_idx=3, src_idx=0),), (Loop(3, dst_factor=0, src_factor=0),))
+
+    def build(reset: bool):
+        b = ProgramBuilder(cfg)
+        if insn_kind == "gemm":
+            b.gemm(same_row, reset=reset)
+        else:
+            b.alu(same_row, AluOp.ADD, imm=1, reset=reset)
+        return b.finish()
+
+    simulated, reference = _both(build(reset=True))
+    np.testing.assert_array_equal(simulated, reference)
+    with pytest.raises(BuilderError, match="read-after-write|window"):
+        build(reset=False)
