@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,hw
+EXTRAS := dev,cpu,hw
 APT_PACKAGES := yosys
 PYTEST_ARGS ?= -n 2
 
@@ -44,6 +44,7 @@ unit: setup
 test: lint unit
 
 bench: setup
+	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
 	@mkdir -p benchmarks/results
 	@set -e; for f in benchmarks/[!_]*.py; do \
 		echo "== $$f"; $(PY) $$f; \

@@ -1,4 +1,15 @@
 """The TVM-style compiler: frontends, graph passes, tensor expressions and schedules,
-lowering passes (tensorize, DMA, latency hiding) and code generators (accelerator, LLVM, CUDA)."""
+lowering passes (tensorize, DMA, latency hiding) and code generators (accelerator, LLVM, CUDA).
 
-__all__: list[str] = []
+The core API follows TVM's: ``te.placeholder`` / ``te.compute`` declare what to compute,
+``create_schedule`` and the stage primitives say how, ``lower`` returns the printable loop IR and
+``build`` a function callable on numpy arrays.
+"""
+
+from compiler import te
+from compiler.build import build
+from compiler.errors import CompileError, ScheduleError
+from compiler.lower import PIPELINE, lower
+from compiler.schedule import create_schedule
+
+__all__ = ["PIPELINE", "CompileError", "ScheduleError", "build", "create_schedule", "lower", "te"]

@@ -5,6 +5,7 @@ runtime) derives widths and layouts from an :class:`AccelConfig` through this pa
 """
 
 from isa.assembly import assemble, disassemble, format_insn, format_uop
+from isa.builder import DramBuffer, Kernel, Loop, ProgramBuilder
 from isa.config import (
     ACC_RAW_WINDOW,
     INSN_WIDTH,
@@ -25,6 +26,7 @@ from isa.encoding import (
 )
 from isa.errors import (
     AssemblyError,
+    BuilderError,
     ConfigError,
     ConfigMismatchError,
     EncodingError,
@@ -36,6 +38,15 @@ from isa.fields import Field, Format, InstructionSet, instruction_set
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
 from isa.program import DramSegment, Program, check_config
+from isa.steps import (
+    Operand,
+    WindowViolation,
+    max_index,
+    operand_buffers,
+    step_indices,
+    window_violation,
+)
+from isa.tokens import Token, illegal_flags, popped_tokens, pushed_tokens, token_between
 
 __all__ = [
     "ACC_RAW_WINDOW",
@@ -49,8 +60,10 @@ __all__ = [
     "AluInsn",
     "AluOp",
     "AssemblyError",
+    "BuilderError",
     "ConfigError",
     "ConfigMismatchError",
+    "DramBuffer",
     "DramSegment",
     "EncodingError",
     "Field",
@@ -59,15 +72,21 @@ __all__ = [
     "GemmInsn",
     "Instruction",
     "InstructionSet",
+    "Kernel",
+    "Loop",
     "MemId",
     "MemInsn",
     "Opcode",
+    "Operand",
     "Program",
+    "ProgramBuilder",
     "ProgramError",
     "ProgramFormatError",
     "Stage",
+    "Token",
     "Uop",
     "VtaforgeError",
+    "WindowViolation",
     "assemble",
     "check_config",
     "decode",
@@ -77,8 +96,16 @@ __all__ = [
     "encode_uop",
     "format_insn",
     "format_uop",
+    "illegal_flags",
     "insn_bytes",
     "instruction_set",
+    "max_index",
+    "operand_buffers",
+    "popped_tokens",
+    "pushed_tokens",
     "stage_of",
+    "step_indices",
+    "token_between",
     "uop_bytes",
+    "window_violation",
 ]

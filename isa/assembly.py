@@ -21,6 +21,7 @@ natural zero (flags, pads, loop factors, the immediate) may be left out.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from enum import IntEnum
 
 from isa.config import AccelConfig
@@ -57,7 +58,8 @@ def _mnemonic(insn: Instruction) -> str:
     return insn.opcode.name
 
 
-def _tables():
+@functools.cache
+def _tables() -> InstructionSet:
     """Field names, kinds and order, which every configuration shares (only widths differ)."""
     return instruction_set(AccelConfig())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "AssemblyError",
+    "BuilderError",
     "ConfigError",
     "ConfigMismatchError",
     "EncodingError",
@@ -85,3 +86,9 @@ class AssemblyError(VtaforgeError, ValueError):
         self.line = line
         self.detail = message
         super().__init__(f"line {line}: {message}")
+
+
+class BuilderError(VtaforgeError, ValueError):
+    """A :class:`~isa.builder.ProgramBuilder` call cannot become a valid program: too many
+    micro-ops, a loop extent or factor beyond its field, an unaligned or out-of-range buffer
+    access, a kernel that breaks the accumulator window, unbalanced dependency tokens."""

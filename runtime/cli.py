@@ -8,10 +8,13 @@ never as a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from isa import (
     AccelConfig,
@@ -22,6 +25,7 @@ from isa import (
     encode_uop,
     instruction_set,
 )
+from simulator import FunctionalSimulator
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -158,7 +162,7 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from runtime.demo import demo_gemm_program
+    from runtime.demo import demo_expected_output, demo_gemm_program
 
     cfg = AccelConfig.resolve(args.config)
     program = demo_gemm_program(cfg)
@@ -188,7 +192,16 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"\nround trips: assembly {'ok' if same_text else 'FAILED'}, "
         f"binary {'ok' if same_binary else 'FAILED'}"
     )
-    return 0 if same_text and same_binary else 1
+    address, expected = demo_expected_output(program)
+    dram = np.zeros(max(program.dram_extent, address + len(expected)), dtype=np.uint8)
+    counters = FunctionalSimulator(cfg).run(program, dram).counters
+    matches = dram[address : address + len(expected)].tobytes() == expected
+    print(
+        f"functional simulator: output {'matches' if matches else 'DIFFERS FROM'} numpy "
+        f"({counters.gemm_counter} GEMM and {counters.alu_counter} ALU steps, "
+        f"{counters.out_store_nbytes} bytes stored)"
+    )
+    return 0 if same_text and same_binary and matches else 1
 
 
 # ---------------------------------------------------------------------- hw
@@ -251,10 +264,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = {c.name: c.run for c in COMMANDS}[args.command]
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit
+        return status
     except VtaforgeError as err:
         print(f"vtaforge {args.command}: error: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`vtaforge ... | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

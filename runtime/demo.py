@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from isa import (
     AccelConfig,
     AluInsn,
@@ -24,7 +26,7 @@ from isa import (
     Uop,
 )
 
-__all__ = ["DEMO_ROWS", "DEMO_TILES", "demo_gemm_program"]
+__all__ = ["DEMO_ROWS", "DEMO_TILES", "demo_expected_output", "demo_gemm_program"]
 
 DEMO_ROWS = 4
 DEMO_TILES = 4
@@ -35,6 +37,28 @@ def _align_up(address: int, alignment: int) -> int:
     return -(-address // alignment) * alignment
 
 
+def _addresses(cfg: AccelConfig) -> tuple[int, int, int]:
+    """DRAM byte addresses of the inputs, weights and outputs, aligned to their element size
+    (dram_base counts elements)."""
+    inp_addr = _align_up(_DATA_START, cfg.inp_elem_bytes)
+    wgt_addr = _align_up(inp_addr + DEMO_ROWS * cfg.inp_elem_bytes, cfg.wgt_elem_bytes)
+    out_addr = _align_up(wgt_addr + DEMO_TILES * cfg.wgt_elem_bytes, cfg.out_elem_bytes)
+    return inp_addr, wgt_addr, out_addr
+
+
+def demo_expected_output(program: Program) -> tuple[int, bytes]:
+    """Where the demo ``program`` stores its output, and the bytes numpy computes for it:
+    ``clip((inputs x weights^T) >> 8, 0, 127)`` for every (row, tile) pair."""
+    cfg = program.config
+    data = {segment.name: segment.data for segment in program.segments}
+    inputs = np.frombuffer(data["inputs"], dtype=f"<i{cfg.inp_width // 8}").astype(np.int64)
+    weights = np.frombuffer(data["weights"], dtype=f"<i{cfg.wgt_width // 8}").astype(np.int64)
+    inputs = inputs.reshape(DEMO_ROWS, cfg.batch, cfg.block_in)
+    weights = weights.reshape(DEMO_TILES, cfg.block_out, cfg.block_in)
+    result = np.clip(np.einsum("rbi,toi->rtbo", inputs, weights) >> 8, 0, 127)
+    return _addresses(cfg)[2], result.astype(f"<i{cfg.out_width // 8}").tobytes()
+
+
 def demo_gemm_program(cfg: AccelConfig, seed: int = 0) -> Program:
     """The demo GEMM program for ``cfg``, with seeded random int8 inputs and weights in DRAM."""
     rng = random.Random(seed)
@@ -42,10 +66,7 @@ def demo_gemm_program(cfg: AccelConfig, seed: int = 0) -> Program:
     out_rows = rows * tiles
     inp_data = bytes(rng.randrange(256) for _ in range(rows * cfg.inp_elem_bytes))
     wgt_data = bytes(rng.randrange(256) for _ in range(tiles * cfg.wgt_elem_bytes))
-    # DRAM buffers aligned to their element size, since dram_base counts elements.
-    inp_addr = _align_up(_DATA_START, cfg.inp_elem_bytes)
-    wgt_addr = _align_up(inp_addr + len(inp_data), cfg.wgt_elem_bytes)
-    out_addr = _align_up(wgt_addr + len(wgt_data), cfg.out_elem_bytes)
+    inp_addr, wgt_addr, out_addr = _addresses(cfg)
 
     def mem(opcode: Opcode, memory_type: MemId, dram_addr: int, count: int, **flags: bool):
         return MemInsn(

@@ -1,6 +1,7 @@
 """The ``vtaforge`` command line: config, isa, asm, disasm, demo; errors as one line."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -116,6 +117,7 @@ def test_demo(capsys, preset):
     assert status == 0
     assert "round trips: assembly ok, binary ok" in out
     assert "GEMM reset_reg=1" in out
+    assert "functional simulator: output matches numpy" in out
 
 
 def test_console_script_is_installed():
@@ -127,3 +129,19 @@ def test_console_script_is_installed():
     )
     assert result.returncode == 0, result.stderr
     assert "1x16_i8w8a32_15_15_18_17" in result.stdout
+
+
+def test_closed_pipe_is_not_a_traceback():
+    # Standard output is a pipe nobody reads (as with `vtaforge ... | head` once head exits).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    result = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "isa", "layout"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    os.close(write_end)
+    assert result.returncode == 0
+    assert result.stderr == ""

@@ -1,0 +1,153 @@
+"""Calling compiled functions on numpy arrays, with parallel loops spread over a thread pool.
+
+Every argument is checked before native code runs (count, type, dtype, shape, contiguity,
+writability of outputs, outputs overlapping other arguments), so a mistake raises a
+:class:`CompileError` naming the parameter instead of corrupting memory. Calls into native code
+go through ctypes, which releases the GIL, so the chunks of a parallel loop truly run at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from compiler.errors import CompileError
+from compiler.ir import Buffer, LoweredFunc, Store
+from compiler.visit import walk
+
+__all__ = ["CompiledFunction"]
+
+_LAUNCHER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_BODY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+
+
+def _chunks(extent: int, parts: int) -> list[tuple[int, int]]:
+    parts = max(1, min(parts, extent))
+    step, extra = divmod(extent, parts)
+    bounds, begin = [], 0
+    for part in range(parts):
+        end = begin + step + (1 if part < extra else 0)
+        bounds.append((begin, end))
+        begin = end
+    return bounds
+
+
+class CompiledFunction:
+    """A compiled kernel: ``f(*arrays, num_threads=None)`` runs it on numpy arrays.
+
+    ``num_threads`` (default: every CPU) is how many threads share each parallel loop; ``1``
+    runs everything on the calling thread.
+    """
+
+    def __init__(self, func: LoweredFunc, address: int, keepalive: object, module: object) -> None:
+        self.lowered = func
+        self.module = module
+        self._keepalive = keepalive
+        self._params: tuple[Buffer, ...] = func.params
+        stored = {n.buffer for n in walk(func.body) if isinstance(n, Store)}
+        self._outputs = tuple(i for i, p in enumerate(self._params) if p in stored)
+        self._native = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(self._params) + 1))(address)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._local = threading.local()
+        self._launcher = _LAUNCHER(self._launch)
+
+    @property
+    def name(self) -> str:
+        return self.lowered.name
+
+    def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
+        self._check(arrays)
+        threads = (os.cpu_count() or 1) if num_threads is None else num_threads
+        if not isinstance(threads, int) or threads < 1:
+            raise CompileError(f"num_threads must be a positive integer, got {num_threads!r}")
+        pointers = [a.ctypes.data for a in arrays]
+        self._local.threads = threads
+        self._local.error = None
+        launcher = ctypes.cast(self._launcher, ctypes.c_void_p) if threads > 1 else None
+        self._native(*pointers, launcher)
+        if self._local.error is not None:
+            raise self._local.error
+
+    def _check(self, arrays: Sequence[object]) -> None:
+        if len(arrays) != len(self._params):
+            names = ", ".join(p.name for p in self._params)
+            raise CompileError(
+                f"takes {len(self._params)} arrays ({names}), got {len(arrays)}", op=self.name
+            )
+        for position, (array, param) in enumerate(zip(arrays, self._params, strict=True)):
+            if not isinstance(array, np.ndarray):
+                raise CompileError(
+                    f"argument {position} must be a numpy array, got {type(array).__name__}",
+                    tensor=param.name,
+                    op=self.name,
+                )
+            if array.dtype != param.dtype.numpy:
+                raise CompileError(
+                    f"dtype is {array.dtype}, expected {param.dtype}",
+                    tensor=param.name,
+                    op=self.name,
+                )
+            if array.shape != param.shape:
+                if array.ndim != len(param.shape):
+                    raise CompileError(
+                        f"has {array.ndim} dimensions {array.shape}, expected {param.shape}",
+                        tensor=param.name,
+                        op=self.name,
+                    )
+                dim = next(
+                    d
+                    for d, (x, y) in enumerate(zip(array.shape, param.shape, strict=True))
+                    if x != y
+                )
+                raise CompileError(
+                    f"extent {array.shape[dim]}, expected {param.shape[dim]} (shape {array.shape}, "
+                    f"expected {param.shape})",
+                    tensor=param.name,
+                    axis=str(dim),
+                    op=self.name,
+                )
+            if not array.flags.c_contiguous:
+                raise CompileError(
+                    "is not C-contiguous (use np.ascontiguousarray)",
+                    tensor=param.name,
+                    op=self.name,
+                )
+        for position in self._outputs:
+            array, param = arrays[position], self._params[position]
+            if not array.flags.writeable:
+                raise CompileError("is an output but is read-only", tensor=param.name, op=self.name)
+            for index, (other, other_param) in enumerate(zip(arrays, self._params, strict=True)):
+                if index != position and np.may_share_memory(array, other):
+                    raise CompileError(
+                        f"is an output and overlaps argument {other_param.name!r}",
+                        tensor=param.name,
+                        op=self.name,
+                    )
+
+    def _launch(self, body: int, closure: int, extent: int) -> None:
+        """Called from native code for each parallel loop: run its chunks on the pool."""
+        try:
+            run = _BODY(body)
+            chunks = _chunks(extent, self._local.threads)
+            pool = self._thread_pool()
+            futures = [pool.submit(run, b, e, closure) for b, e in chunks[1:]]
+            run(chunks[0][0], chunks[0][1], closure)
+            for future in futures:
+                future.result()
+        except BaseException as error:  # never unwind through native frames
+            self._local.error = error
+
+    def _thread_pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(
+                    max_workers=max(1, (os.cpu_count() or 1) - 1),
+                    thread_name_prefix=f"vtaforge-{self.name}",
+                )
+            return self._pool

@@ -1,0 +1,48 @@
+"""The compiler's exception types.
+
+:class:`CompileError` covers everything from tensor expressions down to machine code (a bad
+dtype mix, an out-of-range index, an argument that does not match a compiled function);
+:class:`ScheduleError` covers invalid schedules. Both derive from :class:`isa.VtaforgeError` and
+name where the problem is: the tensor (or stage), the axis and the operation concerned.
+"""
+
+from __future__ import annotations
+
+from isa import VtaforgeError
+
+__all__ = ["CompileError", "ScheduleError"]
+
+
+def _where(**parts: object) -> str:
+    named = [f"{key} {value!r}" for key, value in parts.items() if value not in ("", None)]
+    return ", ".join(named)
+
+
+class CompileError(VtaforgeError, ValueError):
+    """A computation cannot be compiled or called as written.
+
+    ``tensor`` names the tensor (or function argument), ``axis`` the axis or dimension, ``op``
+    the operation concerned; each is ``""`` when it does not apply.
+    """
+
+    def __init__(self, message: str, *, tensor: str = "", axis: str = "", op: str = "") -> None:
+        self.tensor = tensor
+        self.axis = axis
+        self.op = op
+        self.detail = message
+        where = _where(tensor=tensor, axis=axis, op=op)
+        super().__init__(f"{where}: {message}" if where else message)
+
+    def within(self, tensor: str) -> CompileError:
+        """The same error located in ``tensor`` (kept if it already names one)."""
+        return CompileError(self.detail, tensor=self.tensor or tensor, axis=self.axis, op=self.op)
+
+
+class ScheduleError(VtaforgeError, ValueError):
+    """A schedule primitive cannot be applied: ``stage`` and ``axis`` say where."""
+
+    def __init__(self, message: str, *, stage: str, axis: str = "") -> None:
+        self.stage = stage
+        self.axis = axis
+        self.detail = message
+        super().__init__(f"{_where(stage=stage, axis=axis)}: {message}")

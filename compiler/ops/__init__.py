@@ -1,0 +1,27 @@
+"""Operator templates: each declares a computation and schedules it from a knob configuration.
+
+A :class:`Template` is called on input tensors (plus operator parameters) and returns
+``(schedule, output)``; ``template.space(*inputs, ...)`` is the knob space a tuner searches.
+"""
+
+from compiler.ops.conv2d import CONV2D_NCHW, CONV2D_NCHWC, out_size
+from compiler.ops.depthwise import DEPTHWISE_CONV2D
+from compiler.ops.elementwise import ELEMENTWISE, broadcast_shape
+from compiler.ops.knobs import Config, Knob, KnobSpace, Template
+from compiler.ops.matmul import MATMUL
+from compiler.ops.pool import POOL2D
+
+__all__ = [
+    "CONV2D_NCHW",
+    "CONV2D_NCHWC",
+    "DEPTHWISE_CONV2D",
+    "ELEMENTWISE",
+    "MATMUL",
+    "POOL2D",
+    "Config",
+    "Knob",
+    "KnobSpace",
+    "Template",
+    "broadcast_shape",
+    "out_size",
+]

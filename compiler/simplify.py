@@ -1,0 +1,368 @@
+"""The expression simplifier and the ``simplify`` pass.
+
+Integer (int32) index arithmetic is put in a canonical linear form, ``sum(coef * atom) + c``,
+so ``(i*8 + 7) - i*8`` becomes ``7``; floor division and modulo by a positive constant use the
+exact identities ``(a*c + b) // c == a + b // c`` and ``(a*c + b) % c == b % c`` and the ranges
+of loop variables (``x // 8 == 0`` and ``x % 8 == x`` when ``0 <= x < 8``). Constants fold with
+the wrap-around of their dtype; comparisons and selects fold when the ranges decide them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from compiler.errors import CompileError
+from compiler.expr import (
+    Binary,
+    BinOp,
+    Cast,
+    CmpOp,
+    Compare,
+    Const,
+    DType,
+    Expr,
+    Node,
+    Not,
+    Select,
+    Var,
+)
+from compiler.ir import Allocate, AttrStmt, For, ForKind, IfThenElse, LoweredFunc, Seq, Stmt, seq
+from compiler.visit import substitute, transform
+
+__all__ = ["ONE", "Ranges", "const_bounds", "from_linear", "linear", "simplify", "simplify_expr"]
+
+#: Inclusive ``(lo, hi)`` range of each loop variable.
+Ranges = Mapping[Var, tuple[int, int]]
+Bound = tuple[int | None, int | None]
+#: The constant term's key in a linear form.
+ONE = "1"
+
+_FOLD = {
+    BinOp.ADD: lambda a, b: a + b,
+    BinOp.SUB: lambda a, b: a - b,
+    BinOp.MUL: lambda a, b: a * b,
+    BinOp.MIN: min,
+    BinOp.MAX: max,
+    BinOp.AND: lambda a, b: int(bool(a) and bool(b)),
+    BinOp.OR: lambda a, b: int(bool(a) or bool(b)),
+}
+_CMP = {
+    CmpOp.LT: lambda a, b: a < b,
+    CmpOp.LE: lambda a, b: a <= b,
+    CmpOp.GT: lambda a, b: a > b,
+    CmpOp.GE: lambda a, b: a >= b,
+    CmpOp.EQ: lambda a, b: a == b,
+    CmpOp.NE: lambda a, b: a != b,
+}
+
+
+def _wrap(value: int | float, dtype: DType) -> int | float:
+    if dtype.is_float:
+        return float(np.float32(value))
+    if dtype is DType.BOOL:
+        return int(bool(value))
+    bits = dtype.bits
+    value = int(value) & ((1 << bits) - 1)
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+# --------------------------------------------------------------------------------- bounds
+def const_bounds(expr: Expr, ranges: Ranges) -> Bound:
+    """Constant inclusive bounds of an integer ``expr`` given variable ``ranges``."""
+    if isinstance(expr, Const):
+        return (expr.value, expr.value)
+    if isinstance(expr, Var):
+        return ranges.get(expr, (None, None))
+    if isinstance(expr, Binary) and expr.dtype is DType.INT32:
+        a = const_bounds(expr.a, ranges)
+        b = const_bounds(expr.b, ranges)
+        return _binary_bounds(expr.op, a, b)
+    if isinstance(expr, Select):
+        t = const_bounds(expr.true_value, ranges)
+        f = const_bounds(expr.false_value, ranges)
+        lo = None if t[0] is None or f[0] is None else min(t[0], f[0])
+        hi = None if t[1] is None or f[1] is None else max(t[1], f[1])
+        return (lo, hi)
+    if not expr.dtype.is_float and expr.dtype is not DType.BOOL:
+        info = np.iinfo(expr.dtype.numpy)
+        if isinstance(expr, Cast) and not expr.value.dtype.is_float:
+            source = np.iinfo(expr.value.dtype.numpy)
+            if source.bits <= info.bits:
+                return (int(source.min), int(source.max))
+        if expr.dtype.bits < 32:
+            return (int(info.min), int(info.max))
+    return (None, None)
+
+
+def _binary_bounds(op: BinOp, a: Bound, b: Bound) -> Bound:
+    known = None not in a and None not in b
+    if op is BinOp.ADD:
+        return (_add(a[0], b[0]), _add(a[1], b[1]))
+    if op is BinOp.SUB:
+        return (_add(a[0], _neg(b[1])), _add(a[1], _neg(b[0])))
+    if op is BinOp.MUL and known:
+        products = [x * y for x in a for y in b]
+        return (min(products), max(products))
+    if op in (BinOp.MIN, BinOp.MAX):
+        pick = min if op is BinOp.MIN else max
+        lo = None if None in (a[0], b[0]) else pick(a[0], b[0])
+        hi = None if None in (a[1], b[1]) else pick(a[1], b[1])
+        return (lo, hi)
+    if op in (BinOp.FLOOR_DIV, BinOp.FLOOR_MOD) and b[0] is not None and b[0] == b[1]:
+        c = b[0]
+        if c > 0:
+            if op is BinOp.FLOOR_DIV:
+                return (
+                    None if a[0] is None else a[0] // c,
+                    None if a[1] is None else a[1] // c,
+                )
+            if None not in a and a[0] // c == a[1] // c:
+                return (a[0] % c, a[1] % c)
+            return (0, c - 1)
+    return (None, None)
+
+
+def _add(x: int | None, y: int | None) -> int | None:
+    return None if x is None or y is None else x + y
+
+
+def _neg(x: int | None) -> int | None:
+    return None if x is None else -x
+
+
+# ---------------------------------------------------------------------------- linear forms
+def linear(expr: Expr) -> dict[object, int]:
+    """``expr`` (int32, already simplified) as ``{atom: coefficient}``; ``ONE`` keys the
+    constant. Atoms are variables or non-linear sub-expressions."""
+    if isinstance(expr, Const):
+        return {ONE: int(expr.value)} if expr.value else {}
+    if isinstance(expr, Binary) and expr.op in (BinOp.ADD, BinOp.SUB):
+        result = dict(linear(expr.a))
+        sign = 1 if expr.op is BinOp.ADD else -1
+        for atom, coef in linear(expr.b).items():
+            result[atom] = result.get(atom, 0) + sign * coef
+        return {atom: coef for atom, coef in result.items() if coef}
+    if isinstance(expr, Binary) and expr.op is BinOp.MUL:
+        for scale, other in ((expr.a, expr.b), (expr.b, expr.a)):
+            if isinstance(scale, Const):
+                return {
+                    atom: coef * int(scale.value)
+                    for atom, coef in linear(other).items()
+                    if coef * int(scale.value)
+                }
+    return {expr: 1}
+
+
+def from_linear(form: Mapping[object, int]) -> Expr:
+    """The expression of a linear form: terms in insertion order, the constant last."""
+    result: Expr | None = None
+    for atom, coef in form.items():
+        if atom == ONE or coef == 0:
+            continue
+        magnitude = abs(coef)
+        term = atom if magnitude == 1 else Binary(BinOp.MUL, atom, Const(magnitude, DType.INT32))
+        if result is None:
+            result = term if coef > 0 else Binary(BinOp.SUB, Const(0, DType.INT32), term)
+        else:
+            result = Binary(BinOp.ADD if coef > 0 else BinOp.SUB, result, term)
+    constant = form.get(ONE, 0)
+    if result is None:
+        return Const(constant, DType.INT32)
+    if constant:
+        op = BinOp.ADD if constant > 0 else BinOp.SUB
+        result = Binary(op, result, Const(abs(constant), DType.INT32))
+    return result
+
+
+def _linear_bounds(form: Mapping[object, int], ranges: Ranges) -> Bound:
+    lo: int | None = 0
+    hi: int | None = 0
+    for atom, coef in form.items():
+        if atom == ONE:
+            a_lo = a_hi = 1
+        else:
+            a_lo, a_hi = const_bounds(atom, ranges)
+        if coef < 0:
+            a_lo, a_hi = a_hi, a_lo
+        lo = None if lo is None or a_lo is None else lo + coef * a_lo
+        hi = None if hi is None or a_hi is None else hi + coef * a_hi
+    return (lo, hi)
+
+
+# ----------------------------------------------------------------------------- expressions
+def simplify_expr(expr: Expr, ranges: Ranges | None = None) -> Expr:
+    """An equivalent, simpler ``expr`` given the inclusive ``ranges`` of its variables."""
+    ranges = ranges if ranges is not None else {}
+    return transform(expr, lambda node: _rewrite(node, ranges))
+
+
+def _rewrite(node: Node, ranges: Ranges) -> Expr | None:
+    if isinstance(node, Binary):
+        return _rewrite_binary(node, ranges)
+    if isinstance(node, Compare):
+        return _rewrite_compare(node, ranges)
+    if isinstance(node, Not) and isinstance(node.a, Const):
+        return Const(int(not node.a.value), DType.BOOL)
+    if isinstance(node, Select):
+        if isinstance(node.cond, Const):
+            return node.true_value if node.cond.value else node.false_value
+        if node.true_value == node.false_value:
+            return node.true_value
+    if isinstance(node, Cast):
+        if node.value.dtype is node.dtype:
+            return node.value
+        if isinstance(node.value, Const):
+            value = node.value.value
+            if not node.dtype.is_float and node.value.dtype.is_float:
+                value = int(np.trunc(value)) if np.isfinite(value) else 0
+            return Const(_wrap(value, node.dtype), node.dtype)
+    return None
+
+
+def _rewrite_binary(node: Binary, ranges: Ranges) -> Expr | None:
+    a, b, op, dtype = node.a, node.b, node.op, node.dtype
+    if isinstance(a, Const) and isinstance(b, Const):
+        return _fold(op, a, b, dtype)
+    if op in (BinOp.AND, BinOp.OR):
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, Const):
+                keeps = bool(x.value) == (op is BinOp.AND)
+                return y if keeps else x
+        return None
+    if dtype is not DType.INT32:
+        return _float_identities(node)
+    if op in (BinOp.ADD, BinOp.SUB, BinOp.MUL):
+        return from_linear(linear(node))
+    if op in (BinOp.FLOOR_DIV, BinOp.FLOOR_MOD) and isinstance(b, Const):
+        return _div_mod(op, a, int(b.value), ranges)
+    if op in (BinOp.MIN, BinOp.MAX):
+        diff = _linear_bounds(_difference(a, b), ranges)
+        if diff[1] is not None and diff[1] <= 0:  # a <= b
+            return a if op is BinOp.MIN else b
+        if diff[0] is not None and diff[0] >= 0:  # a >= b
+            return b if op is BinOp.MIN else a
+    return None
+
+
+def _float_identities(node: Binary) -> Expr | None:
+    a, b = node.a, node.b
+    if node.op is BinOp.MUL:
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, Const) and x.value == 1:
+                return y
+    if node.op in (BinOp.ADD, BinOp.SUB) and isinstance(b, Const) and b.value == 0:
+        return a
+    if node.op is BinOp.ADD and isinstance(a, Const) and a.value == 0:
+        return b
+    return None
+
+
+def _fold(op: BinOp, a: Const, b: Const, dtype: DType) -> Expr:
+    x, y = a.value, b.value
+    if op is BinOp.DIV:
+        return Const(_wrap(np.float32(x) / np.float32(y), dtype), dtype)
+    if op in (BinOp.FLOOR_DIV, BinOp.FLOOR_MOD):
+        if y == 0:
+            raise CompileError(f"integer {op.value} by zero", op=op.value)
+        return Const(_wrap(x // y if op is BinOp.FLOOR_DIV else x % y, dtype), dtype)
+    return Const(_wrap(_FOLD[op](x, y), dtype), dtype)
+
+
+def _difference(a: Expr, b: Expr) -> dict[object, int]:
+    form = dict(linear(a))
+    for atom, coef in linear(b).items():
+        form[atom] = form.get(atom, 0) - coef
+    return {atom: coef for atom, coef in form.items() if coef}
+
+
+def _div_mod(op: BinOp, a: Expr, c: int, ranges: Ranges) -> Expr | None:
+    if c == 0:
+        raise CompileError(f"integer {op.value} by zero", op=op.value)
+    if c < 0:
+        return None
+    form = linear(a)
+    if op is BinOp.FLOOR_DIV:
+        quotient = {atom: coef // c for atom, coef in form.items() if coef % c == 0}
+        rest = {atom: coef for atom, coef in form.items() if coef % c}
+        lo, hi = _linear_bounds(rest, ranges)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            quotient[ONE] = quotient.get(ONE, 0) + lo // c
+            return from_linear(quotient)
+        if not quotient:
+            return None
+        inner = Binary(op, from_linear(rest), Const(c, DType.INT32))
+        return from_linear({**quotient, inner: 1})
+    reduced = {atom: coef % c for atom, coef in form.items() if coef % c}
+    lo, hi = _linear_bounds(reduced, ranges)
+    if lo is not None and hi is not None and lo // c == hi // c:
+        reduced[ONE] = reduced.get(ONE, 0) - (lo // c) * c
+        return from_linear(reduced)
+    if reduced == form:
+        return None
+    return Binary(op, from_linear(reduced), Const(c, DType.INT32))
+
+
+def _rewrite_compare(node: Compare, ranges: Ranges) -> Expr | None:
+    a, b = node.a, node.b
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(int(_CMP[node.op](a.value, b.value)), DType.BOOL)
+    if a.dtype is not DType.INT32:
+        return None
+    lo, hi = _linear_bounds(_difference(a, b), ranges)  # bounds of a - b
+    decided = {
+        CmpOp.LT: (hi is not None and hi < 0, lo is not None and lo >= 0),
+        CmpOp.LE: (hi is not None and hi <= 0, lo is not None and lo > 0),
+        CmpOp.GT: (lo is not None and lo > 0, hi is not None and hi <= 0),
+        CmpOp.GE: (lo is not None and lo >= 0, hi is not None and hi < 0),
+        CmpOp.EQ: (lo == hi == 0, (lo is not None and lo > 0) or (hi is not None and hi < 0)),
+        CmpOp.NE: ((lo is not None and lo > 0) or (hi is not None and hi < 0), lo == hi == 0),
+    }[node.op]
+    if decided[0]:
+        return Const(1, DType.BOOL)
+    if decided[1]:
+        return Const(0, DType.BOOL)
+    return None
+
+
+# ------------------------------------------------------------------------------ statements
+def simplify(func: LoweredFunc) -> LoweredFunc:
+    """The ``simplify`` pass: simplify every expression using the enclosing loops' ranges,
+    drop conditions that always hold (and branches that never run), and replace loops of
+    extent 1 by their body."""
+    return LoweredFunc(func.name, func.params, _stmt(func.body, {}))
+
+
+def _stmt(stmt: Stmt, ranges: dict[Var, tuple[int, int]]) -> Stmt | None:
+    if isinstance(stmt, For):
+        if stmt.extent == 1 and stmt.kind is not ForKind.THREAD_BINDING:
+            return _stmt(substitute(stmt.body, {stmt.var: Const(0, DType.INT32)}), ranges)
+        body = _stmt(stmt.body, {**ranges, stmt.var: (0, stmt.extent - 1)})
+        return None if body is None else For(stmt.var, stmt.extent, stmt.kind, body, stmt.thread)
+    if isinstance(stmt, Seq):
+        parts = [_stmt(s, ranges) for s in stmt.stmts]
+        kept = [s for s in parts if s is not None]
+        return seq(*kept) if kept else None
+    if isinstance(stmt, IfThenElse):
+        cond = simplify_expr(stmt.cond, ranges)
+        if isinstance(cond, Const):
+            chosen = stmt.then if cond.value else stmt.otherwise
+            return None if chosen is None else _stmt(chosen, ranges)
+        then = _stmt(stmt.then, ranges)
+        otherwise = None if stmt.otherwise is None else _stmt(stmt.otherwise, ranges)
+        if then is None and otherwise is None:
+            return None
+        if then is None:
+            return IfThenElse(Not(cond), otherwise)
+        return IfThenElse(cond, then, otherwise)
+    if isinstance(stmt, Allocate | AttrStmt):
+        body = _stmt(stmt.body, ranges)
+        if body is None:
+            return None
+        return (
+            Allocate(stmt.buffer, body)
+            if isinstance(stmt, Allocate)
+            else AttrStmt(stmt.key, stmt.value, body)
+        )
+    return transform(stmt, lambda n: _rewrite(n, ranges) if isinstance(n, Expr) else None)

@@ -1,0 +1,393 @@
+"""Tensor expressions: what to compute, independent of how (TVM's ``te``).
+
+``placeholder`` declares an input; ``compute(shape, fcompute)`` declares a tensor whose element
+at each index is ``fcompute(*axes)``; reductions (``sum``, ``max``, ``min``) run over axes made
+by ``reduce_axis``. Shapes are static. Every read is checked when the compute is declared: the
+index count, and (where the index does not sit under a ``select``) that the index stays inside the
+tensor for every value of the axes, so a mistake names the tensor, the dimension and the compute.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.errors import CompileError
+from compiler.expr import (
+    Binary,
+    BinOp,
+    Call,
+    Cast,
+    CmpOp,
+    Compare,
+    DType,
+    Expr,
+    IterKind,
+    IterVar,
+    MathFunc,
+    Reduce,
+    ReduceOp,
+    Select,
+    TensorRead,
+    Var,
+    as_expr,
+    const,
+)
+from compiler.simplify import const_bounds
+from compiler.visit import walk
+
+__all__ = [
+    "ComputeOp",
+    "DType",
+    "Operation",
+    "PlaceholderOp",
+    "Tensor",
+    "TensorIntrin",
+    "all_of",
+    "cast",
+    "compute",
+    "const",
+    "decl_tensor_intrin",
+    "equal",
+    "exp",
+    "log",
+    "max",
+    "max_value",
+    "maximum",
+    "min",
+    "min_value",
+    "minimum",
+    "not_equal",
+    "placeholder",
+    "reduce_axis",
+    "select",
+    "sqrt",
+    "sum",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class PlaceholderOp:
+    """An input tensor."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return ()
+
+
+@dataclass(frozen=True, eq=False)
+class ComputeOp:
+    """``output[axes] = body``; ``body`` may be a :class:`Reduce` at its top (only there)."""
+
+    name: str
+    axes: tuple[IterVar, ...]
+    body: Expr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(axis.extent for axis in self.axes)
+
+    @property
+    def dtype(self) -> DType:
+        return self.body.dtype
+
+    @property
+    def reduce_axes(self) -> tuple[IterVar, ...]:
+        return self.body.axes if isinstance(self.body, Reduce) else ()
+
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        """TVM's name for :attr:`axes`."""
+        return self.axes
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        """TVM's name for :attr:`reduce_axes`."""
+        return self.reduce_axes
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        """The tensors this op reads, in order of first appearance."""
+        seen: dict[Tensor, None] = {}
+        for node in walk(self.body):
+            if isinstance(node, TensorRead):
+                seen.setdefault(node.tensor, None)
+        return tuple(seen)
+
+
+Operation = PlaceholderOp | ComputeOp
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """The output of an operation; ``tensor[i, j]`` reads it inside another compute."""
+
+    op: Operation
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.op.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.op.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices: Any) -> TensorRead:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != self.ndim:
+            raise CompileError(
+                f"indexed with {len(indices)} indices, has {self.ndim} dimensions",
+                tensor=self.name,
+            )
+        exprs = []
+        for dim, index in enumerate(indices):
+            expr = as_expr(index)
+            if expr.dtype is not DType.INT32:
+                raise CompileError(
+                    f"index must be int32, got {expr.dtype}", tensor=self.name, axis=str(dim)
+                )
+            exprs.append(expr)
+        return TensorRead(self, tuple(exprs))
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}, {self.shape}, {self.dtype})"
+
+
+def _shape(shape: Sequence[int] | int, name: str) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    for dim, extent in enumerate(dims):
+        if not isinstance(extent, int) or extent < 1:
+            raise CompileError(
+                f"extent {extent!r} is not a positive integer", tensor=name, axis=str(dim)
+            )
+    return dims
+
+
+def placeholder(
+    shape: Sequence[int] | int, dtype: str | DType = "float32", name: str = "placeholder"
+) -> Tensor:
+    """An input tensor of static ``shape`` and ``dtype``."""
+    return Tensor(PlaceholderOp(name, _shape(shape, name), DType.of(dtype)))
+
+
+def reduce_axis(dom: tuple[int, int] | int, name: str = "k") -> IterVar:
+    """A reduction axis over ``range(*dom)`` (or ``range(dom)``)."""
+    begin, end = (0, dom) if isinstance(dom, int) else dom
+    if end <= begin:
+        raise CompileError(f"empty reduction range {begin}..{end}", axis=name)
+    return IterVar(Var(name), end - begin, IterKind.REDUCE, begin)
+
+
+def _axis_names(fcompute: Callable[..., Any], ndim: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if len(params) == ndim and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params):
+        return [p.name for p in params]
+    return [f"ax{dim}" for dim in range(ndim)]
+
+
+def compute(
+    shape: Sequence[int] | int, fcompute: Callable[..., Any], name: str = "compute"
+) -> Tensor:
+    """The tensor whose element at ``axes`` is ``fcompute(*axes)``."""
+    dims = _shape(shape, name)
+    axes = tuple(
+        IterVar(Var(axis_name), extent)
+        for axis_name, extent in zip(_axis_names(fcompute, len(dims)), dims, strict=True)
+    )
+    try:
+        body = as_expr(fcompute(*axes))
+    except CompileError as error:
+        raise error.within(name) from None
+    if body.dtype is DType.BOOL:
+        raise CompileError("a compute must produce numbers, not conditions: cast it", tensor=name)
+    op = ComputeOp(name, axes, body)
+    _check_body(op)
+    return Tensor(op)
+
+
+def _check_body(op: ComputeOp) -> None:
+    nested = [n for n in walk(op.body) if isinstance(n, Reduce) and n is not op.body]
+    if nested:
+        raise CompileError("a reduction may only be the whole body of a compute", tensor=op.name)
+    ranges = {axis.var: (axis.begin, axis.begin + axis.extent - 1) for axis in op.axes}
+    ranges.update({axis.var: (axis.begin, axis.begin + axis.extent - 1) for axis in op.reduce_axes})
+    bound = set(ranges)
+    guarded = {
+        id(node)
+        for select in walk(op.body)
+        if isinstance(select, Select)
+        for branch in (select.true_value, select.false_value)
+        for node in walk(branch)
+    }
+    for node in walk(op.body):
+        if not isinstance(node, TensorRead):
+            continue
+        for dim, (index, extent) in enumerate(zip(node.indices, node.tensor.shape, strict=True)):
+            unknown = {n for n in walk(index) if isinstance(n, Var)} - bound
+            if unknown:
+                names = ", ".join(sorted(v.name for v in unknown))
+                raise CompileError(
+                    f"index uses {names}, which is not an axis of this compute",
+                    tensor=node.tensor.name,
+                    axis=str(dim),
+                    op=op.name,
+                )
+            if id(node) in guarded:
+                continue
+            lo, hi = const_bounds(index, ranges)
+            if lo is not None and hi is not None and (lo < 0 or hi >= extent):
+                raise CompileError(
+                    f"index {lo}..{hi} leaves the dimension's range 0..{extent - 1}",
+                    tensor=node.tensor.name,
+                    axis=str(dim),
+                    op=op.name,
+                )
+
+
+# ------------------------------------------------------------------------------- reductions
+def _reducer(combiner: ReduceOp) -> Callable[..., Reduce]:
+    def reduce(expr: Any, axis: IterVar | Sequence[IterVar]) -> Reduce:
+        axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
+        for item in axes:
+            if not isinstance(item, IterVar) or item.kind is not IterKind.REDUCE:
+                raise CompileError(
+                    f"{combiner.name.lower()} needs axes made by reduce_axis, got {item!r}",
+                    op=combiner.name.lower(),
+                )
+        return Reduce(combiner, as_expr(expr), axes)
+
+    reduce.__name__ = combiner.name.lower()
+    reduce.__doc__ = f"The {combiner.name.lower()} of ``expr`` over the reduction ``axis``."
+    return reduce
+
+
+sum = _reducer(ReduceOp.SUM)
+max = _reducer(ReduceOp.MAX)
+min = _reducer(ReduceOp.MIN)
+
+
+# ------------------------------------------------------------------------------ elementwise
+def maximum(a: Any, b: Any) -> Expr:
+    """Elementwise maximum."""
+    return Binary(BinOp.MAX, *_same_dtype("maximum", a, b))
+
+
+def minimum(a: Any, b: Any) -> Expr:
+    """Elementwise minimum."""
+    return Binary(BinOp.MIN, *_same_dtype("minimum", a, b))
+
+
+def _same_dtype(op: str, a: Any, b: Any) -> tuple[Expr, Expr]:
+    left = as_expr(a, as_expr(b).dtype if isinstance(b, Expr) else None)
+    right = as_expr(b, left.dtype)
+    if left.dtype is not right.dtype:
+        raise CompileError(f"dtypes {left.dtype} and {right.dtype} differ: cast one", op=op)
+    return left, right
+
+
+def equal(a: Any, b: Any) -> Expr:
+    """The condition ``a == b``."""
+    return Compare(CmpOp.EQ, *_same_dtype("equal", a, b))
+
+
+def not_equal(a: Any, b: Any) -> Expr:
+    """The condition ``a != b``."""
+    return Compare(CmpOp.NE, *_same_dtype("not_equal", a, b))
+
+
+def all_of(*conds: Any) -> Expr:
+    """The conjunction of the conditions ``conds``."""
+    result = as_expr(conds[0])
+    for cond in conds[1:]:
+        result = result & as_expr(cond)
+    return result
+
+
+def select(cond: Any, true_value: Any, false_value: Any) -> Expr:
+    """``true_value`` where ``cond`` holds, else ``false_value``."""
+    condition = as_expr(cond)
+    if condition.dtype is not DType.BOOL:
+        raise CompileError(f"select needs a condition, got {condition.dtype}", op="select")
+    left, right = _same_dtype("select", true_value, false_value)
+    return Select(condition, left, right)
+
+
+def cast(dtype: str | DType, value: Any) -> Expr:
+    """``value`` converted to ``dtype``."""
+    target = DType.of(dtype)
+    expr = as_expr(value)
+    return expr if expr.dtype is target else Cast(target, expr)
+
+
+def _math(func: MathFunc) -> Callable[[Any], Expr]:
+    def apply(value: Any) -> Expr:
+        expr = as_expr(value)
+        if not expr.dtype.is_float:
+            raise CompileError(f"{func.value} needs float32, got {expr.dtype}", op=func.value)
+        return Call(func, (expr,))
+
+    apply.__name__ = func.value
+    apply.__doc__ = f"Elementwise {func.value} (float32)."
+    return apply
+
+
+exp = _math(MathFunc.EXP)
+log = _math(MathFunc.LOG)
+sqrt = _math(MathFunc.SQRT)
+
+
+def max_value(dtype: str | DType) -> Expr:
+    """The largest value of ``dtype`` (``inf`` for floats)."""
+    return ReduceOp.MIN.identity(DType.of(dtype))
+
+
+def min_value(dtype: str | DType) -> Expr:
+    """The smallest value of ``dtype`` (``-inf`` for floats)."""
+    return ReduceOp.MAX.identity(DType.of(dtype))
+
+
+# ------------------------------------------------------------------------------ intrinsics
+@dataclass(frozen=True, eq=False)
+class TensorIntrin:
+    """A declared micro-kernel: ``output`` computed from the placeholders ``inputs``.
+
+    ``tensorize`` replaces a loop nest that computes the same thing with one call. A reduction
+    intrinsic *accumulates* into its output (the caller's loop nest initialises it). Code
+    generators implement it from this declaration (the CPU backend compiles the compute itself
+    into a function that takes each operand's address and row strides).
+    """
+
+    name: str
+    output: Tensor
+    inputs: tuple[Tensor, ...]
+
+
+def decl_tensor_intrin(output: Tensor, name: str) -> TensorIntrin:
+    """Declare ``output`` (a compute over placeholders only) as a tensor intrinsic."""
+    if not isinstance(output.op, ComputeOp):
+        raise CompileError("an intrinsic is declared by a compute", tensor=output.name)
+    inputs = output.op.inputs
+    for tensor in inputs:
+        if not isinstance(tensor.op, PlaceholderOp):
+            raise CompileError(
+                "an intrinsic may only read placeholders", tensor=tensor.name, op=name
+            )
+    return TensorIntrin(name, output, inputs)

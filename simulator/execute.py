@@ -1,0 +1,417 @@
+"""What each instruction does to the state and DRAM (SEMANTICS sections 3-6), vectorised.
+
+Every instruction is validated completely (SRAM rows, DRAM bytes, micro-op range, row indices,
+the accumulator window, races) before anything is written, so a failing instruction writes
+nothing.
+
+GEMM and ALU instructions run all their steps as numpy arrays. GEMM steps only read the
+accumulator rows they add to, so their products are computed in one batch (grouped by weight
+row) and summed into the accumulator exactly; wrapping once at the end equals wrapping every
+step, modulo ``2**acc_width``. ALU steps may read rows that earlier steps of the same
+instruction write: without such reads a step batch is simultaneous; when only the destinations
+repeat, ``ufunc.at`` applies the steps in order; otherwise the steps run as ordered batches that
+never read what the batch writes. Very long instructions run in chunks of steps, in order, so
+memory stays bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from isa import (
+    AccelConfig,
+    AluInsn,
+    AluOp,
+    FinishInsn,
+    GemmInsn,
+    Instruction,
+    MemId,
+    MemInsn,
+    Opcode,
+    Operand,
+    Stage,
+    Token,
+    instruction_set,
+    max_index,
+    operand_buffers,
+    step_indices,
+    window_violation,
+)
+from simulator.errors import SimulationError
+from simulator.events import AluEvent, Event, FinishEvent, GemmEvent, LoadEvent, StoreEvent
+from simulator.races import Access, RaceDetector, Space
+from simulator.state import DeviceState, alu_apply, signed_dtype, wrap
+
+__all__ = ["Executor"]
+
+#: Upper bound on the values one chunk of GEMM/ALU steps materialises (per index array and
+#: per lane array), so that any legal instruction runs in bounded memory.
+_CHUNK_VALUES = 1 << 22
+#: ALU operations that ``ufunc.at`` applies step by step, in order, on repeated destinations
+#: (modular arithmetic for ADD and MUL, so a final wrap equals wrapping every step).
+_AT_UFUNCS = {
+    AluOp.MIN: np.minimum,
+    AluOp.MAX: np.maximum,
+    AluOp.ADD: np.add,
+    AluOp.MUL: np.multiply,
+}
+_SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
+_PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+
+
+class Executor:
+    """Runs single instructions against ``state`` and ``dram`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        state: DeviceState,
+        dram: np.ndarray,
+        instructions: Sequence[Instruction],
+        races: RaceDetector | None,
+    ) -> None:
+        self.cfg = cfg
+        self.state = state
+        self.dram = dram
+        self.instructions = instructions
+        self.races = races
+        uop_format = instruction_set(cfg).uop
+        self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
+        self._uop_reserved = uop_format.reserved_mask
+
+    def run(
+        self,
+        index: int,
+        module: Stage,
+        clock: np.ndarray,
+        pops: tuple[Token, ...],
+        pushes: tuple[Token, ...],
+    ) -> Event:
+        """Execute instruction ``index`` on ``module``, whose vector clock is ``clock``."""
+        insn = self.instructions[index]
+        common = {"index": index, "module": module, "pops": pops, "pushes": pushes}
+        if isinstance(insn, MemInsn):
+            load = insn.opcode is Opcode.LOAD
+            elem_bytes = self.cfg.elem_bytes(insn.memory_type) if load else self.cfg.out_elem_bytes
+            common |= {
+                "memory_type": insn.memory_type,
+                "sram_base": insn.sram_base,
+                "dram_address": insn.dram_base * elem_bytes,
+                "y_size": insn.y_size,
+                "x_size": insn.x_size,
+                "x_stride": insn.x_stride,
+                "elem_bytes": elem_bytes,
+            }
+            if load:
+                pads = {name: getattr(insn, name) for name in _PADS}
+                return self._load(index, insn, clock, LoadEvent(**common, **pads))
+            return self._store(index, insn, clock, StoreEvent(**common))
+        if isinstance(insn, GemmInsn | AluInsn):
+            return self._loop(index, insn, clock, common)
+        assert isinstance(insn, FinishInsn)
+        return FinishEvent(**common)
+
+    def _fail(self, index: int, message: str) -> SimulationError:
+        return SimulationError(message, index=index, insn=self.instructions[index])
+
+    def _check_races(self, index: int, clock: np.ndarray, accesses: list[Access]) -> None:
+        if self.races is not None:
+            self.races.access(clock, index, accesses)
+
+    # ------------------------------------------------------------------ DRAM
+    def _dram_rows(self, index: int, insn: MemInsn, elem_bytes: int) -> tuple[int, np.ndarray]:
+        """(first byte, byte address of every transferred byte) of a 2-D transfer, after
+        checking that it lies inside DRAM."""
+        start = insn.dram_base * elem_bytes
+        row_bytes = insn.x_size * elem_bytes
+        end = start + (insn.y_size - 1) * insn.x_stride * elem_bytes + row_bytes
+        if insn.y_size and end > len(self.dram):
+            raise self._fail(
+                index,
+                f"DRAM bytes {start:#x}..{end - 1:#x} are accessed, but DRAM has "
+                f"{len(self.dram):#x} bytes",
+            )
+        rows = start + np.arange(insn.y_size, dtype=np.int64) * (insn.x_stride * elem_bytes)
+        return start, (rows[:, None] + np.arange(row_bytes, dtype=np.int64)).reshape(-1)
+
+    def _dram_view(
+        self, insn: MemInsn, start: int, elem_bytes: int, *, writeable: bool = False
+    ) -> np.ndarray:
+        """The transfer's bytes as a (y_size, x_size * elem_bytes) view of DRAM (checked
+        against DRAM's size by :meth:`_dram_rows` first)."""
+        return np.lib.stride_tricks.as_strided(
+            self.dram[start:],
+            shape=(insn.y_size, insn.x_size * elem_bytes),
+            strides=(insn.x_stride * elem_bytes, 1),
+            writeable=writeable,
+        )
+
+    # ------------------------------------------------------------------ LOAD
+    def _load(self, index: int, insn: MemInsn, clock: np.ndarray, event: LoadEvent) -> Event:
+        mem, elem_bytes = insn.memory_type, event.elem_bytes
+        if insn.x_size == 0:
+            return event
+        depth = self.cfg.buffer_depth(mem)
+        end = insn.sram_base + event.sram_rows
+        if end > depth:
+            raise self._fail(
+                index,
+                f"writes {mem.name} rows {insn.sram_base}..{end - 1}, but the buffer has "
+                f"{depth} rows",
+            )
+        start, byte_addresses = self._dram_rows(index, insn, elem_bytes)
+        rows = self._decode(index, mem, self._dram_view(insn, start, elem_bytes), insn)
+        accesses = [Access(Space.DRAM, False, byte_addresses)]
+        if mem in _SRAM_SPACE:
+            sram_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+            accesses.append(Access(_SRAM_SPACE[mem], True, sram_rows))
+        self._check_races(index, clock, accesses)
+        target = self._sram(mem)
+        width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+        block = np.zeros((event.sram_rows // width, width, *target.shape[1:]), target.dtype)
+        block[
+            insn.y_pad_0 : insn.y_pad_0 + insn.y_size, insn.x_pad_0 : insn.x_pad_0 + insn.x_size
+        ] = rows
+        target[insn.sram_base : end] = block.reshape(-1, *target.shape[1:])
+        return event
+
+    def _sram(self, mem: MemId) -> np.ndarray:
+        return {
+            MemId.UOP: self.state.uop,
+            MemId.INP: self.state.inp,
+            MemId.WGT: self.state.wgt,
+            MemId.ACC: self.state.acc,
+            MemId.ACC_8BIT: self.state.acc,
+        }[mem]
+
+    def _decode(self, index: int, mem: MemId, raw: np.ndarray, insn: MemInsn) -> np.ndarray:
+        """DRAM bytes (y_size, x_size * elem_bytes) as SRAM rows (y_size, x_size, ...)."""
+        cfg = self.cfg
+        y, x = insn.y_size, insn.x_size
+        raw = np.ascontiguousarray(raw)
+        if mem is MemId.UOP:
+            words = raw.view("<u4").astype(np.int64).reshape(y, x)
+            bad = np.flatnonzero(words & self._uop_reserved)
+            if bad.size:
+                raise self._fail(
+                    index,
+                    f"micro-op word {int(bad[0])} of the transfer has reserved bits set "
+                    f"({int(words.flat[bad[0]]):#010x}); it is not a micro-op",
+                )
+            fields = [(words >> f.offset) & ((1 << f.width) - 1) for f in self._uop_fields]
+            return np.stack(fields, axis=-1)
+        b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+        width, shape = {
+            MemId.INP: (cfg.inp_width, (b, bi)),
+            MemId.WGT: (cfg.wgt_width, (bo, bi)),
+            MemId.ACC: (cfg.acc_width, (b, bo)),
+            MemId.ACC_8BIT: (8, (b, bo)),
+        }[mem]
+        return raw.view(signed_dtype(width)).reshape(y, x, *shape)
+
+    # ------------------------------------------------------------------ STORE
+    def _store(self, index: int, insn: MemInsn, clock: np.ndarray, event: StoreEvent) -> Event:
+        elem_bytes = event.elem_bytes
+        if insn.x_size == 0:
+            return event
+        count = insn.y_size * insn.x_size
+        end = insn.sram_base + count
+        if end > self.cfg.out_buff_depth:
+            raise self._fail(
+                index,
+                f"reads OUT rows {insn.sram_base}..{end - 1}, but the buffer has "
+                f"{self.cfg.out_buff_depth} rows",
+            )
+        start, byte_addresses = self._dram_rows(index, insn, elem_bytes)
+        out_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+        self._check_races(
+            index,
+            clock,
+            [Access(Space.OUT, False, out_rows), Access(Space.DRAM, True, byte_addresses)],
+        )
+        values = self.state.out[insn.sram_base : end].astype(signed_dtype(self.cfg.out_width))
+        data = values.view(np.uint8).reshape(insn.y_size, insn.x_size * elem_bytes)
+        if insn.x_stride >= insn.x_size:  # rows do not overlap: one strided copy
+            self._dram_view(insn, start, elem_bytes, writeable=True)[...] = data
+        else:  # overlapping rows: later rows win, as the hardware writes them in order
+            row_bytes = data.shape[1]
+            for y, row in enumerate(data):
+                first = start + y * insn.x_stride * elem_bytes
+                self.dram[first : first + row_bytes] = row
+        return event
+
+    # ------------------------------------------------------------------ GEMM and ALU
+    def _loop(self, index: int, insn: GemmInsn | AluInsn, clock: np.ndarray, common: dict) -> Event:
+        n = insn.uop_end - insn.uop_bgn
+        fields = {"reset": insn.reset_reg, "uops": max(n, 0)}
+        fields |= {"iter_out": insn.iter_out, "iter_in": insn.iter_in}
+        if isinstance(insn, GemmInsn):
+            event: Event = GemmEvent(**common, **fields)
+        else:
+            event = AluEvent(**common, **fields, op=insn.alu_opcode, use_imm=insn.use_imm)
+        if insn.iter_out == 0 or insn.iter_in == 0 or n == 0:
+            return event
+        depth = self.cfg.uop_buff_depth
+        if n < 0 or insn.uop_end > depth:
+            raise self._fail(
+                index,
+                f"micro-op range {insn.uop_bgn}..{insn.uop_end} is not uop_bgn < uop_end <= "
+                f"{depth} (the micro-op buffer's depth)",
+            )
+        uops = self.state.uop[insn.uop_bgn : insn.uop_end]
+        bases = {op: uops[:, column] for column, op in enumerate(Operand)}
+        operands = operand_buffers(insn)
+        for operand, mem in operands.items():
+            top = max_index(insn, bases[operand], operand)
+            if top >= self.cfg.buffer_depth(mem):
+                raise self._fail(
+                    index,
+                    f"a step reaches {mem.name} row {top} through {operand.uop_field}, but the "
+                    f"buffer has {self.cfg.buffer_depth(mem)} rows",
+                )
+        violation = window_violation(insn, bases, self.cfg.acc_raw_window)
+        if violation is not None:
+            raise self._fail(index, violation.describe())
+        chunks = self._chunks(insn, n, bases, list(operands))
+        touched = self._touched(chunks, operands)
+        if self.races is not None:
+            accesses = [Access(Space.OUT, True, touched[Operand.DST])]
+            if isinstance(insn, GemmInsn) and not insn.reset_reg:
+                accesses.append(Access(Space.INP, False, touched[Operand.SRC]))
+                accesses.append(Access(Space.WGT, False, touched[Operand.WGT]))
+            self._check_races(index, clock, accesses)
+        run = self._gemm_chunk if isinstance(insn, GemmInsn) else self._alu_chunk
+        for chunk in chunks:
+            run(insn, chunk)
+        rows = np.unique(touched[Operand.DST])
+        acc = self.state.acc
+        acc[rows] = wrap(acc[rows], self.cfg.acc_width)
+        self.state.out[rows] = wrap(acc[rows], self.cfg.out_width)
+        return event
+
+    def _chunks(
+        self,
+        insn: GemmInsn | AluInsn,
+        n: int,
+        bases: dict[Operand, np.ndarray],
+        operands: list[Operand],
+    ) -> Sequence[dict[Operand, np.ndarray]] | _Chunks:
+        lanes = self.cfg.batch * max(self.cfg.block_in, self.cfg.block_out)
+        per_chunk = max(1, _CHUNK_VALUES // (n * lanes))
+        total = insn.iter_out * insn.iter_in
+        if per_chunk >= total:
+            return [{op: step_indices(insn, bases[op], op) for op in operands}]
+        return _Chunks(insn, bases, operands, per_chunk)
+
+    def _touched(
+        self, chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks, operands: dict
+    ) -> dict[Operand, np.ndarray]:
+        """Every row each operand reaches (repeats allowed)."""
+        if isinstance(chunks, list):
+            return chunks[0]
+        seen = {
+            op: np.zeros(self.cfg.buffer_depth(mem), dtype=bool) for op, mem in operands.items()
+        }
+        for chunk in chunks:
+            for op, rows in chunk.items():
+                seen[op][rows] = True
+        return {op: np.flatnonzero(mask) for op, mask in seen.items()}
+
+    def _gemm_chunk(self, insn: GemmInsn, steps: dict[Operand, np.ndarray]) -> None:
+        acc = self.state.acc
+        dst = steps[Operand.DST]
+        if insn.reset_reg:
+            acc[dst] = 0
+            return
+        src, wgt = steps[Operand.SRC], steps[Operand.WGT]
+        order = np.argsort(wgt, kind="stable")
+        sorted_wgt = wgt[order]
+        starts = np.flatnonzero(np.r_[True, sorted_wgt[1:] != sorted_wgt[:-1]])
+        sizes = np.diff(np.r_[starts, len(order)])
+        inputs = self.state.inp[src[order]]  # (steps, batch, block_in)
+        weights = self.state.wgt[sorted_wgt[starts]]  # (groups, block_out, block_in)
+        b, bo = self.cfg.batch, self.cfg.block_out
+        if np.all(sizes == sizes[0]):  # one batched matrix product per weight row
+            grouped = inputs.reshape(len(starts), -1, inputs.shape[-1])
+            products = grouped @ weights.transpose(0, 2, 1)
+        else:
+            products = np.concatenate(
+                [
+                    inputs[s : s + k].reshape(-1, inputs.shape[-1]) @ w.T
+                    for s, k, w in zip(starts, sizes, weights, strict=True)
+                ]
+            )
+        np.add.at(acc, dst[order], products.reshape(-1, b, bo).astype(np.int64))
+
+    def _alu_chunk(self, insn: AluInsn, steps: dict[Operand, np.ndarray]) -> None:
+        dst = steps[Operand.DST]
+        if insn.reset_reg:
+            self.state.acc[dst] = 0
+            return
+        src = steps.get(Operand.SRC)
+        unique, first = np.unique(dst, return_index=True)
+        reads_written = False
+        if src is not None:
+            first_write = np.full(self.cfg.acc_buff_depth, len(dst), dtype=np.int64)
+            first_write[unique] = first
+            reads_written = bool(np.any(first_write[src] < np.arange(len(dst))))
+        if len(unique) == len(dst) and not reads_written:
+            self._alu_batch(insn, dst, src)
+        elif not reads_written and insn.alu_opcode in _AT_UFUNCS:
+            self._alu_at(insn, dst, src)
+        else:
+            for batch in _independent_batches(dst, src):
+                self._alu_batch(insn, dst[batch], None if src is None else src[batch])
+
+    def _alu_operand(self, insn: AluInsn, src: np.ndarray | None) -> np.ndarray | int:
+        return insn.imm if src is None else self.state.acc[src]
+
+    def _alu_batch(self, insn: AluInsn, dst: np.ndarray, src: np.ndarray | None) -> None:
+        """Steps that neither repeat a destination nor read one: all at once."""
+        acc = self.state.acc
+        acc[dst] = alu_apply(self.cfg, insn.alu_opcode, acc[dst], self._alu_operand(insn, src))
+
+    def _alu_at(self, insn: AluInsn, dst: np.ndarray, src: np.ndarray | None) -> None:
+        """Steps whose operands no step writes, destinations repeating: in order, per row."""
+        acc = self.state.acc
+        x = np.asarray(self._alu_operand(insn, src), dtype=np.int64)
+        if insn.alu_opcode is AluOp.MUL:
+            x = wrap(x, self.cfg.mul_arg_bits)
+        _AT_UFUNCS[insn.alu_opcode].at(acc, dst, x)
+        rows = np.unique(dst)
+        acc[rows] = wrap(acc[rows], self.cfg.acc_width)
+
+
+def _independent_batches(dst: np.ndarray, src: np.ndarray | None) -> Iterator[slice]:
+    """Consecutive runs of steps in which no step reads or rewrites a row that an earlier step
+    of the run writes: each run can execute as one simultaneous batch."""
+    start, written = 0, set()
+    reads = src.tolist() if src is not None else None
+    for k, row in enumerate(dst.tolist()):
+        if row in written or (reads is not None and reads[k] in written):
+            yield slice(start, k)
+            start, written = k, set()
+        written.add(row)
+    yield slice(start, len(dst))
+
+
+class _Chunks:
+    """The steps of a long instruction, a bounded run of loop iterations at a time."""
+
+    def __init__(
+        self,
+        insn: GemmInsn | AluInsn,
+        bases: dict[Operand, np.ndarray],
+        operands: list[Operand],
+        per_chunk: int,
+    ) -> None:
+        self._insn, self._bases, self._operands, self._per = insn, bases, operands, per_chunk
+
+    def __iter__(self) -> Iterator[dict[Operand, np.ndarray]]:
+        insn = self._insn
+        total = insn.iter_out * insn.iter_in
+        for first in range(0, total, self._per):
+            run = range(first, min(first + self._per, total))
+            yield {op: step_indices(insn, self._bases[op], op, run) for op in self._operands}

@@ -1,0 +1,312 @@
+"""The bit-exact functional simulator: the executable definition of ``isa/SEMANTICS.md``.
+
+:class:`FunctionalSimulator` runs a program the way the hardware is organised (section 2):
+fetch dispatches instructions in program order into three command queues of
+``cmd_queue_depth`` entries and stalls while the next one's queue is full; the load, compute and
+store modules each run their instructions in order, pop their tokens before and push after, and
+block on an empty counter. The scheduler runs each module until it blocks; when none can move,
+the program is deadlocked. Races are found exactly, whatever order the modules run in
+(:mod:`simulator.races`); values are computed by :mod:`simulator.execute`.
+
+A run returns a :class:`~simulator.events.RunResult` (events and VTA's profiler counters) and
+leaves the results in the caller's DRAM array.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from isa import (
+    AccelConfig,
+    AluInsn,
+    ConfigMismatchError,
+    EncodingError,
+    FinishInsn,
+    GemmInsn,
+    Instruction,
+    MemId,
+    MemInsn,
+    Opcode,
+    Program,
+    ProgramError,
+    Stage,
+    Token,
+    check_config,
+    decode,
+    encode,
+    illegal_flags,
+    popped_tokens,
+    pushed_tokens,
+    stage_of,
+)
+from simulator.errors import Blocked, DeadlockError, SimulationError, describe
+from simulator.events import Counters, Event, RunResult
+from simulator.execute import Executor
+from simulator.races import RaceDetector
+from simulator.state import DeviceState
+
+__all__ = ["FunctionalSimulator"]
+
+_DEFAULT_ORDER = (Stage.LOAD, Stage.COMPUTE, Stage.STORE)
+_RECORDS = (MemInsn, GemmInsn, AluInsn, FinishInsn)
+
+
+@dataclass
+class _Module:
+    """One decoupled module: its command queue, the instruction it has taken, its clock."""
+
+    stage: Stage
+    queue: deque[int] = field(default_factory=deque)
+    current: int | None = None
+    clock: np.ndarray = field(default_factory=lambda: np.zeros(len(Stage), dtype=np.int64))
+
+
+class FunctionalSimulator:
+    """Runs programs for ``cfg`` bit-exactly (see the module docstring).
+
+    ``detect_races=False`` skips race detection (faster; the values are the same for a
+    race-free program). ``module_order`` is the order in which the scheduler offers the modules
+    a turn; results never depend on it, and the tests check that.
+    """
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        *,
+        detect_races: bool = True,
+        module_order: Sequence[Stage] = _DEFAULT_ORDER,
+    ) -> None:
+        if sorted(module_order) != sorted(Stage):
+            raise SimulationError(f"module_order {module_order!r} must list each stage once")
+        self.cfg = cfg
+        self.detect_races = detect_races
+        self.module_order = tuple(Stage(s) for s in module_order)
+
+    def run(self, program: Program | Sequence[Instruction | int], dram: np.ndarray) -> RunResult:
+        """Execute ``program`` against ``dram`` (a 1-D uint8 array, changed in place).
+
+        A :class:`~isa.Program` first has its micro-op table and segments written into
+        ``dram``; a sequence of instruction records (or 128-bit words) runs with DRAM as it is.
+        Raises SimulationError (DeadlockError, RaceError) naming the instruction.
+        """
+        _check_dram(dram)
+        if isinstance(program, Program):
+            try:
+                check_config(program.config, self.cfg)
+                program.write_to(dram)
+            except (ConfigMismatchError, ProgramError) as err:
+                raise SimulationError(str(err)) from None
+            instructions = program.instructions
+        else:
+            instructions = tuple(self._record(i, insn) for i, insn in enumerate(program))
+        self._validate(instructions)
+        return _Run(self, instructions, dram).execute()
+
+    def _record(self, index: int, insn: Instruction | int) -> Instruction:
+        if isinstance(insn, int) and not isinstance(insn, bool):
+            try:
+                return decode(insn, self.cfg)
+            except EncodingError as err:
+                raise SimulationError(err.detail, index=index) from None
+        if not isinstance(insn, _RECORDS):
+            raise SimulationError(
+                f"a {type(insn).__name__} is neither an instruction record nor a 128-bit word",
+                index=index,
+            )
+        return insn
+
+    def _validate(self, instructions: Sequence[Instruction]) -> None:
+        """The rules an instruction breaks whatever state it meets (fields, flags, memory
+        types, FINISH placement), checked before anything runs."""
+        if not instructions:
+            raise SimulationError("the program is empty: it needs a FINISH")
+        for index, insn in enumerate(instructions):
+            try:
+                encode(insn, self.cfg)
+            except EncodingError as err:
+                raise SimulationError(err.detail, index=index, insn=insn) from None
+            bad = illegal_flags(insn)
+            if bad:
+                why = " (FINISH carries no flags)" if isinstance(insn, FinishInsn) else ""
+                raise SimulationError(
+                    f"{', '.join(bad)} not allowed on a {stage_of(insn).name.lower()} "
+                    f"instruction{why}",
+                    index=index,
+                    insn=insn,
+                )
+            if isinstance(insn, MemInsn) and insn.x_size:
+                problem = _memory_problem(insn)
+                if problem:
+                    raise SimulationError(problem, index=index, insn=insn)
+            if isinstance(insn, FinishInsn) and index != len(instructions) - 1:
+                raise SimulationError(
+                    "FINISH must be the last instruction and appear once", index=index, insn=insn
+                )
+        last = len(instructions) - 1
+        if not isinstance(instructions[last], FinishInsn):
+            raise SimulationError(
+                "the program does not end with FINISH", index=last, insn=instructions[last]
+            )
+
+
+def _check_dram(dram: object) -> None:
+    if not (
+        isinstance(dram, np.ndarray)
+        and dram.dtype == np.uint8
+        and dram.ndim == 1
+        and dram.flags.c_contiguous
+        and dram.flags.writeable
+    ):
+        raise SimulationError("dram must be a writeable, contiguous 1-D numpy uint8 array")
+
+
+def _memory_problem(insn: MemInsn) -> str | None:
+    if insn.opcode is Opcode.LOAD and insn.memory_type is MemId.OUT:
+        return "LOAD cannot target OUT (OUT is written by compute and read by STORE)"
+    if insn.opcode is Opcode.STORE:
+        if insn.memory_type is not MemId.OUT:
+            return f"STORE reads OUT only, not {insn.memory_type.name}"
+        if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
+            return "STORE does not pad: all four pads must be 0"
+    return None
+
+
+class _Run:
+    """The state of one run: modules, token counters and the fetch position."""
+
+    def __init__(
+        self, sim: FunctionalSimulator, instructions: Sequence[Instruction], dram: np.ndarray
+    ) -> None:
+        self.cfg = sim.cfg
+        self.order = sim.module_order
+        self.instructions = instructions
+        self.modules = {stage: _Module(stage) for stage in Stage}
+        self.tokens: dict[Token, deque[np.ndarray]] = {t: deque() for t in Token}
+        self.fetched = 0
+        self.events: list[Event] = []
+        self.finished = False
+        # Per instruction, decoded once: its module and the counters it pops and pushes.
+        self.stages = [stage_of(insn) for insn in instructions]
+        self.pops = [popped_tokens(insn) for insn in instructions]
+        self.pushes = [pushed_tokens(insn) for insn in instructions]
+        self.by_stage = {stage: [] for stage in Stage}
+        for index, stage in enumerate(self.stages):
+            self.by_stage[stage].append(index)
+        races = RaceDetector(self.cfg, instructions) if sim.detect_races else None
+        self.executor = Executor(self.cfg, DeviceState.zeros(self.cfg), dram, instructions, races)
+        self.token_limit = (1 << self.cfg.token_counter_bits) - 1
+
+    def execute(self) -> RunResult:
+        while not self.finished:
+            progress = self._fetch()
+            for stage in self.order:
+                progress |= self._advance(self.modules[stage])
+                if self.finished:
+                    break
+            if not progress and not self.finished:
+                raise self._deadlock()
+        return RunResult(tuple(self.events), Counters.from_events(self.events))
+
+    def _fetch(self) -> bool:
+        """Dispatch in program order until the next instruction's queue is full."""
+        start = self.fetched
+        while self.fetched < len(self.instructions):
+            module = self.modules[self.stages[self.fetched]]
+            if len(module.queue) >= self.cfg.cmd_queue_depth:
+                break
+            module.queue.append(self.fetched)
+            self.fetched += 1
+        return self.fetched > start
+
+    def _advance(self, module: _Module) -> bool:
+        """Run ``module`` until it blocks on a pop or has nothing to do."""
+        progress = False
+        while not self.finished:
+            if module.current is None:
+                if not module.queue:
+                    break
+                module.current = module.queue.popleft()
+                progress = True
+                self._fetch()
+            index = module.current
+            insn = self.instructions[index]
+            pops = self.pops[index]
+            if any(not self.tokens[t] for t in pops):
+                break
+            pushes = self.pushes[index]
+            for token in pushes:
+                if len(self.tokens[token]) >= self.token_limit:
+                    raise SimulationError(
+                        f"pushing {token.value} would take it above "
+                        f"{self.token_limit} (token_counter_bits)",
+                        index=index,
+                        insn=insn,
+                    )
+            for token in pops:
+                np.maximum(module.clock, self.tokens[token].popleft(), out=module.clock)
+            module.clock[module.stage - 1] += 1
+            if isinstance(insn, FinishInsn):
+                self._check_finish(index, module.clock)
+            event = self.executor.run(index, module.stage, module.clock, pops, pushes)
+            self.events.append(event)
+            for token in pushes:
+                self.tokens[token].append(module.clock.copy())
+            module.current = None
+            progress = True
+            self.finished = isinstance(insn, FinishInsn)
+        return progress
+
+    def _check_finish(self, index: int, clock: np.ndarray) -> None:
+        """SEMANTICS section 7: every load and store happens before FINISH, counters are 0."""
+        insn = self.instructions[index]
+        for stage in (Stage.LOAD, Stage.STORE):
+            ordered = int(clock[stage - 1])
+            pending = self.by_stage[stage][ordered:]
+            if pending:
+                raise SimulationError(
+                    f"{describe(pending[0], self.instructions[pending[0]])} on "
+                    f"{stage.name.lower()} does not happen before FINISH: no chain of tokens "
+                    f"orders it before FINISH, so the host could read DRAM before it completes",
+                    index=index,
+                    insn=insn,
+                )
+        left = {t.value: len(q) for t, q in self.tokens.items() if q}
+        if left:
+            listing = " ".join(f"{name}={count}" for name, count in left.items())
+            raise SimulationError(
+                f"token counters must be zero at FINISH, but {listing} (a push never popped)",
+                index=index,
+                insn=insn,
+            )
+
+    def _deadlock(self) -> DeadlockError:
+        blocked = []
+        for stage in Stage:
+            module = self.modules[stage]
+            if module.current is not None:
+                insn = self.instructions[module.current]
+                empty = [t.value for t in self.pops[module.current] if not self.tokens[t]]
+                blocked.append(
+                    Blocked(
+                        stage.name.lower(),
+                        module.current,
+                        insn,
+                        f"waiting to pop {' and '.join(empty)} (0 tokens)",
+                    )
+                )
+        if self.fetched < len(self.instructions):
+            insn = self.instructions[self.fetched]
+            queue = self.stages[self.fetched].name.lower()
+            blocked.append(
+                Blocked(
+                    "fetch",
+                    self.fetched,
+                    insn,
+                    f"the {queue} command queue is full ({self.cfg.cmd_queue_depth} instructions)",
+                )
+            )
+        return DeadlockError(blocked, {t.value: len(q) for t, q in self.tokens.items()})

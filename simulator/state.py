@@ -1,0 +1,91 @@
+"""The accelerator's on-chip state during a run, and the datapath's integer arithmetic.
+
+Every buffer is a numpy array with one entry per SRAM row (SEMANTICS section 1). Accumulator and
+output values are held as int64 already wrapped to their width; input and weight rows are held
+in the dtype the GEMM multiplies in (see :func:`dot_dtype`). Micro-ops are held decoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from isa import AccelConfig, AluOp
+
+__all__ = ["DeviceState", "alu_apply", "dot_dtype", "signed_dtype", "wrap"]
+
+_INT64_BITS = 64
+#: float64 represents every integer of magnitude up to 2**53 exactly.
+_FLOAT64_EXACT_BITS = 53
+
+
+def signed_dtype(width: int) -> np.dtype:
+    """Little-endian signed integers of ``width`` bits (a multiple of 8), as DRAM holds them."""
+    return np.dtype(f"<i{width // 8}")
+
+
+def wrap(values: np.ndarray, width: int) -> np.ndarray:
+    """The low ``width`` bits of int64 ``values`` read as two's complement: ``wrap_w`` and
+    ``sext_w`` of SEMANTICS, which are the same operation on int64."""
+    shift = _INT64_BITS - width
+    return (values << shift) >> shift if shift else values
+
+
+def dot_dtype(cfg: AccelConfig) -> np.dtype:
+    """The dtype GEMM products are computed in.
+
+    float64 (BLAS) when it is exact: a dot product of ``block_in`` terms is bounded by
+    ``block_in * 2**(inp_width - 1) * 2**(wgt_width - 1)``, and so is every partial sum, in
+    whatever order BLAS adds; otherwise int64, which is exact modulo 2**64 and therefore modulo
+    2**acc_width.
+    """
+    bound_bits = cfg.inp_width + cfg.wgt_width - 2 + (cfg.block_in.bit_length() - 1)
+    return np.dtype(np.float64 if bound_bits <= _FLOAT64_EXACT_BITS else np.int64)
+
+
+def alu_apply(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: np.ndarray | int) -> np.ndarray:
+    """One ALU step lane by lane (SEMANTICS section 6): ``op(a, x)`` with ``a`` the
+    accumulator values and ``x`` the operand (both int64, already ``acc_width`` wide)."""
+    acc = cfg.acc_width
+    x = np.asarray(x, dtype=np.int64)
+    if op is AluOp.MIN:
+        return np.minimum(a, x)
+    if op is AluOp.MAX:
+        return np.maximum(a, x)
+    if op is AluOp.ADD:
+        return wrap(a + x, acc)
+    if op is AluOp.MUL:
+        return wrap(a * wrap(x, cfg.mul_arg_bits), acc)
+    shift = wrap(x, cfg.shr_arg_bits)  # SHR: negative amounts shift left
+    right = a >> np.maximum(shift, 0)
+    left_amount = np.maximum(-shift, 0)
+    left = wrap(a << np.minimum(left_amount, _INT64_BITS - 1), acc)
+    left = np.where(left_amount >= acc, 0, left)
+    return np.where(shift >= 0, right, left)
+
+
+@dataclass
+class DeviceState:
+    """SRAM contents: ``uop`` rows are (dst_idx, src_idx, wgt_idx); ``inp`` is
+    (depth, batch, block_in), ``wgt`` (depth, block_out, block_in), ``acc`` and ``out``
+    (depth, batch, block_out)."""
+
+    uop: np.ndarray
+    inp: np.ndarray
+    wgt: np.ndarray
+    acc: np.ndarray
+    out: np.ndarray
+
+    @classmethod
+    def zeros(cls, cfg: AccelConfig) -> DeviceState:
+        """The state when a device is opened: every buffer zero."""
+        dot = dot_dtype(cfg)
+        b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+        return cls(
+            uop=np.zeros((cfg.uop_buff_depth, 3), dtype=np.int64),
+            inp=np.zeros((cfg.inp_buff_depth, b, bi), dtype=dot),
+            wgt=np.zeros((cfg.wgt_buff_depth, bo, bi), dtype=dot),
+            acc=np.zeros((cfg.acc_buff_depth, b, bo), dtype=np.int64),
+            out=np.zeros((cfg.out_buff_depth, b, bo), dtype=np.int64),
+        )
