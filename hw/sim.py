@@ -136,7 +136,8 @@ class MemoryModel:
     It holds ``dram`` and, read-only at :attr:`insn_addr` (the first 4 KiB page above
     ``dram``), the instruction stream ``insns``. It checks the AXI rules the port promises
     (bursts of at most 256 beats, not crossing 4 KiB, ``last`` on each burst's final write beat)
-    and raises HwSimulationError for an access outside both regions.
+    and raises HwSimulationError for a read beat that starts outside both regions or a write
+    strobe outside ``dram``.
     """
 
     def __init__(
@@ -158,10 +159,11 @@ class MemoryModel:
 
     # ------------------------------------------------------------------ byte access
     def _read(self, address: int, count: int) -> bytes:
-        if address >= 0 and address + count <= len(self.dram):
-            return self.dram[address : address + count].tobytes()
+        """One beat. A beat may run past the end of DRAM or of the instruction stream when the
+        data it carries ends mid-beat; those bytes read as zero."""
+        if 0 <= address < len(self.dram):
+            return self.dram[address : address + count].tobytes().ljust(count, b"\0")
         offset = address - self.insn_addr
-        # A beat may run past the stream's end when the last instruction ends mid-beat.
         if 0 <= offset < len(self.insns):
             return self.insns[offset : offset + count].tobytes().ljust(count, b"\0")
         raise HwSimulationError(
