@@ -6,8 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,cpu
-APT_PACKAGES :=
+EXTRAS := dev,cpu,hw
+APT_PACKAGES := yosys
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test lint unit bench clean

@@ -204,12 +204,43 @@ def _run_demo(args: argparse.Namespace) -> int:
     return 0 if same_text and same_binary and matches else 1
 
 
+# ---------------------------------------------------------------------- hw
+def _configure_hw(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    export = sub.add_parser("verilog", help="write the accelerator's Verilog")
+    _config_arg(export)
+    export.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.v")
+    estimate = sub.add_parser("estimate", help="synthesize with yosys and count FPGA resources")
+    _config_arg(estimate)
+    estimate.add_argument("--part", default="xc7z020", help="FPGA part (default: xc7z020)")
+
+
+def _run_hw(args: argparse.Namespace) -> int:
+    cfg = AccelConfig.resolve(args.config)
+    if args.action == "verilog":
+        from hw.export import TOP_NAME, write_verilog
+
+        size = write_verilog(cfg, args.output)
+        print(f"{args.output}: module {TOP_NAME} for {cfg.fingerprint} ({size:,} bytes)")
+        return 0
+    from hw.resources import estimate
+
+    result = estimate(cfg, args.part)
+    print(f"yosys synth_xilinx estimate of {cfg.fingerprint} on {result.part.name}")
+    print(f"({result.part.boards}; {result.tool}; {result.seconds:.0f} s)\n")
+    print(result.table())
+    print(f"\nLUTs used as memory: {result.lut_memory}")
+    print("fits" if result.fits else "does NOT fit the part")
+    return 0
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("config", "show configurations", _configure_config, _run_config),
     Command("isa", "show the instruction formats", _configure_isa, _run_isa),
     Command("asm", "assemble a text program into a binary", _configure_asm, _run_asm),
     Command("disasm", "disassemble a binary program", _configure_disasm, _run_disasm),
     Command("demo", "run the demo (what `make demo` runs)", _configure_demo, _run_demo),
+    Command("hw", "export or estimate the accelerator hardware", _configure_hw, _run_hw),
 )
 
 

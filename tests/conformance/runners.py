@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hw.sim import MemoryTiming, simulate
 from isa import Program
 from simulator import FunctionalSimulator
 from tests.conformance.common import Size
@@ -20,13 +21,28 @@ __all__ = ["RUNNERS", "Runner"]
 
 @dataclass(frozen=True)
 class Runner:
+    """``presets``: the presets the runner takes (None: every preset a case supports)."""
+
     name: str
     run: Callable[[Program, np.ndarray], None]
     sizes: tuple[Size, ...] = (Size.SMALL, Size.LARGE)
+    presets: tuple[str, ...] | None = None
 
 
 def _functional(program: Program, dram: np.ndarray) -> None:
     FunctionalSimulator(program.config).run(program, dram)
 
 
-RUNNERS: tuple[Runner, ...] = (Runner("functional", _functional),)
+def _rtl(program: Program, dram: np.ndarray) -> None:
+    """The Amaranth RTL under a memory with random latency and back-pressure; its whole DRAM
+    must also equal the functional simulator's, byte for byte."""
+    expected = dram.copy()
+    _functional(program, expected)
+    simulate(program.config, program, dram, timing=MemoryTiming((0, 8), 0.7, seed=0))
+    np.testing.assert_array_equal(dram, expected, err_msg="RTL and functional DRAM differ")
+
+
+RUNNERS: tuple[Runner, ...] = (
+    Runner("functional", _functional),
+    Runner("rtl", _rtl, sizes=(Size.SMALL,), presets=("tiny",)),
+)

@@ -16,6 +16,7 @@ _PARAMS = [
     for case in CASES
     if case.size in runner.sizes
     for preset in case.presets
+    if runner.presets is None or preset in runner.presets
 ]
 
 

@@ -1,0 +1,164 @@
+"""The LOAD engine shared by the load module (INP, WGT) and compute (UOP, ACC, ACC_8BIT).
+
+It runs one LOAD instruction (SEMANTICS 3): the :class:`~hw.rows.RowRequester` reads the DRAM
+rows, a :class:`~hw.dma.BeatUnpacker` per memory type turns the beats into elements, and the
+writer fills the SRAM rows from ``sram_base`` on, line by line, inserting the zero rows of the
+four pads. ACC_8BIT elements are sign-extended lane by lane into the ACC buffer's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.dma import BeatUnpacker
+from hw.layouts import elem_bits, insn_layouts, row_layouts
+from hw.memport import ReadClientSignature
+from hw.rows import RowRequester
+from isa import AccelConfig, MemId
+
+__all__ = ["LoadEngine", "buffer_port_signature"]
+
+
+def buffer_port_signature(cfg: AccelConfig, mem: MemId, port: type) -> wiring.Signature:
+    """The signature of a read or write ``port`` (``memory.ReadPort``/``WritePort``) of the
+    on-chip buffer that ``mem`` addresses: one row per address, as raw bits."""
+    depth = cfg.buffer_depth(mem)
+    return port.Signature(addr_width=(depth - 1).bit_length(), shape=elem_bits(cfg, mem))
+
+
+def _sources(buffers: Sequence[MemId]) -> tuple[MemId, ...]:
+    """Memory types that write ``buffers``: ACC_8BIT loads write the ACC buffer too."""
+    extra = (MemId.ACC_8BIT,) if MemId.ACC in buffers else ()
+    return (*buffers, *extra)
+
+
+class LoadEngine(wiring.Component):
+    """Executes LOADs into ``buffers``; one write port per buffer, named after it (``inp``...).
+
+    Pulse ``start`` with a LOAD of a supported memory type and ``x_size != 0`` on ``insn``
+    (stable while ``busy``).
+    """
+
+    def __init__(self, cfg: AccelConfig, buffers: Sequence[MemId]):
+        self._cfg = cfg
+        self._buffers = tuple(buffers)
+        self._sources = _sources(self._buffers)
+        members = {
+            "start": In(1),
+            "insn": In(insn_layouts(cfg).mem),
+            "busy": Out(1),
+            "read": Out(ReadClientSignature(cfg)),
+        }
+        for mem in self._buffers:
+            members[mem.name.lower()] = In(buffer_port_signature(cfg, mem, memory.WritePort))
+        super().__init__(members)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        cfg, insn = self._cfg, self.insn
+        m.submodules.requester = requester = RowRequester(
+            cfg,
+            [cfg.elem_bytes(mem) for mem in self._sources],
+            size_bits=len(insn.x_size),
+            stride_bits=len(insn.x_stride),
+        )
+        wiring.connect(m, requester.burst, wiring.flipped(self.read.ar))
+        m.d.comb += [
+            requester.start.eq(self.start),
+            requester.dram_base.eq(insn.dram_base),
+            requester.y_size.eq(insn.y_size),
+            requester.x_size.eq(insn.x_size),
+            requester.x_stride.eq(insn.x_stride),
+        ]
+        for kind, mem in enumerate(self._sources):
+            with m.If(insn.memory_type == mem):
+                m.d.comb += requester.kind.eq(kind)
+
+        # One unpacker per memory type; the current type's gets the beats and row descriptors.
+        elements = {}
+        for mem in self._sources:
+            unpacker = BeatUnpacker(
+                beat_bits=cfg.axi_width, elem_bits=elem_bits(cfg, mem), count_bits=len(insn.x_size)
+            )
+            m.submodules[f"unpack_{mem.name.lower()}"] = unpacker
+            selected = insn.memory_type == mem
+            lane_bits = len(unpacker.row.payload.lane)
+            m.d.comb += [
+                unpacker.row.payload.lane.eq(requester.rows.payload.addr_low[:lane_bits]),
+                unpacker.row.payload.count.eq(requester.rows.payload.count),
+                unpacker.row.valid.eq(requester.rows.valid & selected),
+                unpacker.beat.payload.eq(self.read.r.payload.data),
+                unpacker.beat.valid.eq(self.read.r.valid & selected),
+            ]
+            with m.If(selected):
+                m.d.comb += [
+                    requester.rows.ready.eq(unpacker.row.ready),
+                    self.read.r.ready.eq(unpacker.beat.ready),
+                ]
+            elements[mem] = unpacker.elem
+
+        # The writer: lines of (x_pad_0 + x_size + x_pad_1) rows, y_pad_0 + y_size + y_pad_1 times.
+        writing = Signal()
+        line = Signal(len(insn.y_size) + 1)
+        column = Signal(len(insn.x_size) + 1)
+        address = Signal(len(insn.sram_base))
+        lines = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+        body = (
+            (line >= insn.y_pad_0)
+            & (line < insn.y_pad_0 + insn.y_size)
+            & (column >= insn.x_pad_0)
+            & (column < insn.x_pad_0 + insn.x_size)
+        )
+        element_valid = Signal()
+        for mem, elem in elements.items():
+            selected = insn.memory_type == mem
+            m.d.comb += elem.ready.eq(writing & body & selected)
+            with m.If(selected):
+                m.d.comb += element_valid.eq(elem.valid)
+        write = writing & (~body | element_valid)
+        for mem in self._buffers:
+            port = getattr(self, mem.name.lower())
+            row = Signal.like(port.data)
+            with m.If(body):
+                m.d.comb += row.eq(elements[mem].payload)
+                if mem == MemId.ACC:
+                    with m.If(insn.memory_type == MemId.ACC_8BIT):
+                        m.d.comb += row.eq(self._widen(elements[MemId.ACC_8BIT].payload))
+            writes_here = insn.memory_type == mem
+            if mem == MemId.ACC:
+                writes_here |= insn.memory_type == MemId.ACC_8BIT
+            m.d.comb += [
+                port.addr.eq(address),
+                port.data.eq(row),
+                port.en.eq(write & writes_here),
+            ]
+        with m.If(self.start):
+            m.d.sync += [
+                writing.eq((lines != 0) & (width != 0)),
+                line.eq(0),
+                column.eq(0),
+                address.eq(insn.sram_base),
+            ]
+        with m.Elif(write):
+            m.d.sync += [address.eq(address + 1), column.eq(column + 1)]
+            with m.If(column == width - 1):
+                m.d.sync += [column.eq(0), line.eq(line + 1)]
+                with m.If(line == lines - 1):
+                    m.d.sync += writing.eq(0)
+        m.d.comb += self.busy.eq(writing | requester.busy)
+        return m
+
+    def _widen(self, raw) -> Cat:
+        """ACC_8BIT: each signed byte lane sign-extended to an accumulator lane."""
+        narrow = data.View(row_layouts(self._cfg).acc8, raw)
+        width = self._cfg.acc_width
+        return Cat(
+            Cat(lane.as_unsigned(), lane[-1].replicate(width - len(lane)))
+            for batch in narrow
+            for lane in batch
+        )
