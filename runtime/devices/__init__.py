@@ -9,6 +9,7 @@ C++ compiler; its first opening per configuration builds the model, about a minu
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from isa import AccelConfig
@@ -47,6 +48,7 @@ def open_device(kind: DeviceKind | str, cfg: AccelConfig, **options) -> Device:
     if not isinstance(cfg, AccelConfig):
         raise DeviceError(f"cfg must be an isa.AccelConfig, not {type(cfg).__name__}")
     try:
-        return factory(cfg, **options)
+        inspect.signature(factory).bind(cfg, **options)
     except TypeError as err:
         raise DeviceError(f"device {DeviceKind(kind).value}: {err}") from None
+    return factory(cfg, **options)

@@ -19,7 +19,7 @@ import numpy as np
 from isa import AccelConfig, Program, VtaforgeError
 from simulator import Counters
 
-__all__ = ["Device", "DeviceError", "DeviceKind", "Job", "RunStats"]
+__all__ = ["Device", "DeviceError", "DeviceKind", "Job", "RunStats", "check_dram"]
 
 
 class DeviceKind(StrEnum):
