@@ -35,6 +35,7 @@ __all__ = [
     "AxiLiteSignature",
     "AxiMaster",
     "AxiSignature",
+    "BusEventSignature",
     "axi_signature",
 ]
 
@@ -124,6 +125,13 @@ class AxiLiteSignature(wiring.Signature):
         )
 
 
+#: What the master reports, each a one-cycle pulse: a read or write data beat transferred, a
+#: read beat or write response other than OKAY.
+BusEventSignature = wiring.Signature(
+    {name: Out(1) for name in ("read_beat", "write_beat", "read_error", "write_error")}
+)
+
+
 def axi_signature(cfg: AccelConfig) -> AxiSignature:
     """The accelerator's AXI4 master interface: its byte-address width, ``cfg.axi_width``-bit
     beats."""
@@ -131,11 +139,8 @@ def axi_signature(cfg: AccelConfig) -> AxiSignature:
 
 
 class AxiMaster(wiring.Component):
-    """The memory port (``port``, the accelerator's master connects here) as AXI4 (``axi``).
-
-    ``read_beat``/``write_beat`` pulse for each data beat transferred; ``read_error`` and
-    ``write_error`` for each read beat or write response that is not OKAY.
-    """
+    """The memory port (``port``, the accelerator's master connects here) as AXI4 (``axi``),
+    and what passes on the bus as ``events`` (:data:`BusEventSignature`)."""
 
     def __init__(self, cfg: AccelConfig):
         self._cfg = cfg
@@ -143,16 +148,13 @@ class AxiMaster(wiring.Component):
             {
                 "port": In(MemPortSignature(cfg)),
                 "axi": Out(axi_signature(cfg)),
-                "read_beat": Out(1),
-                "write_beat": Out(1),
-                "read_error": Out(1),
-                "write_error": Out(1),
+                "events": Out(BusEventSignature),
             }
         )
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        port, axi = self.port, self.axi
+        port, axi, events = self.port, self.axi, self.events
         size = (self._cfg.bus_bytes - 1).bit_length()
         for channel, request in (("ar", port.ar), ("aw", port.aw)):
             m.d.comb += [
@@ -178,9 +180,9 @@ class AxiMaster(wiring.Component):
             port.r.payload.last.eq(axi.rlast),
             port.r.valid.eq(axi.rvalid),
             axi.rready.eq(port.r.ready),
-            self.read_beat.eq(axi.rvalid & axi.rready),
-            self.write_beat.eq(axi.wvalid & axi.wready),
-            self.read_error.eq(self.read_beat & (axi.rresp != AXI_RESP_OKAY)),
-            self.write_error.eq(axi.bvalid & axi.bready & (axi.bresp != AXI_RESP_OKAY)),
+            events.read_beat.eq(axi.rvalid & axi.rready),
+            events.write_beat.eq(axi.wvalid & axi.wready),
+            events.read_error.eq(events.read_beat & (axi.rresp != AXI_RESP_OKAY)),
+            events.write_error.eq(axi.bvalid & axi.bready & (axi.bresp != AXI_RESP_OKAY)),
         ]
         return m

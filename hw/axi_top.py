@@ -43,14 +43,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.registers = registers = ControlSlave(self.cfg)
         wiring.connect(m, core.mem, master.port)
         wiring.connect(m, registers.control, core.control)
+        wiring.connect(m, master.events, registers.events)
         wiring.connect(m, master.axi, wiring.flipped(self.m_axi))
         wiring.connect(m, wiring.flipped(self.s_axi), registers.s_axi)
-        m.d.comb += [
-            registers.status.eq(core.status),
-            registers.read_beat.eq(master.read_beat),
-            registers.write_beat.eq(master.write_beat),
-            registers.read_error.eq(master.read_error),
-            registers.write_error.eq(master.write_error),
-            self.irq.eq(registers.irq),
-        ]
+        m.d.comb += [registers.status.eq(core.status), self.irq.eq(registers.irq)]
         return m

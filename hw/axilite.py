@@ -8,7 +8,7 @@ offset, or a write to a read-only register, is answered with SLVERR and changes 
 
 On the accelerator's side it drives :class:`~hw.control.ControlSignature` (``start`` is a one
 cycle pulse after a write of ``CONTROL.START``), watches the debug ``status`` of
-:func:`hw.top.status_layout` and the bus events of :class:`~hw.axi.AxiMaster`, counts data beats
+:func:`hw.top.status_layout` and the bus ``events`` of :class:`~hw.axi.AxiMaster`, counts data beats
 from the launch on, keeps the bus-error flags sticky until reset, and raises ``irq`` while
 ``DONE`` and ``IRQ_ENABLE``.
 """
@@ -19,7 +19,7 @@ from amaranth.hdl import Const, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.axi import AXI_RESP_OKAY, AXI_RESP_SLVERR, AxiLiteSignature
+from hw.axi import AXI_RESP_OKAY, AXI_RESP_SLVERR, AxiLiteSignature, BusEventSignature
 from hw.control import ControlSignature
 from hw.top import status_layout
 from isa import (
@@ -53,17 +53,14 @@ class ControlSlave(wiring.Component):
                 "s_axi": In(AxiLiteSignature(CONTROL_ADDR_BITS)),
                 "control": Out(ControlSignature(cfg)),
                 "status": In(status_layout(cfg)),
-                "read_beat": In(1),
-                "write_beat": In(1),
-                "read_error": In(1),
-                "write_error": In(1),
+                "events": In(BusEventSignature),
                 "irq": Out(1),
             }
         )
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        bus, control, status = self.s_axi, self.control, self.status
+        bus, control, status, events = self.s_axi, self.control, self.status, self.events
         irq_enable = Signal()
         bus_errors = Signal(2)  # READ_RESPONSE, WRITE_RESPONSE, sticky until reset
         read_beats = Signal(REGISTER_BITS)
@@ -74,12 +71,12 @@ class ControlSlave(wiring.Component):
             m.d.sync += [read_beats.eq(0), write_beats.eq(0)]
         with m.Else():
             m.d.sync += [
-                read_beats.eq(read_beats + self.read_beat),
-                write_beats.eq(write_beats + self.write_beat),
+                read_beats.eq(read_beats + events.read_beat),
+                write_beats.eq(write_beats + events.write_beat),
             ]
-        with m.If(self.read_error):
+        with m.If(events.read_error):
             m.d.sync += bus_errors[0].eq(1)
-        with m.If(self.write_error):
+        with m.If(events.write_error):
             m.d.sync += bus_errors[1].eq(1)
         errors = Signal(REGISTER_BITS)
         m.d.comb += [

@@ -137,8 +137,8 @@ def test_master_constants_follow_the_configuration():
         ctx.set(dut.axi.rvalid, 1)
         ctx.set(dut.port.r.ready, 1)
         ctx.set(dut.axi.rresp, AXI_RESP_OKAY)
-        assert ctx.get(dut.read_beat) and not ctx.get(dut.read_error)
+        assert ctx.get(dut.events.read_beat) and not ctx.get(dut.events.read_error)
         ctx.set(dut.axi.rresp, 0b11)  # DECERR
-        assert ctx.get(dut.read_error)
+        assert ctx.get(dut.events.read_error)
 
     run(dut, bench, clock=False)

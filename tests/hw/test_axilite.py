@@ -121,11 +121,11 @@ def test_beat_counters_restart_at_a_launch_only():
 
         async def beats(count):
             for _ in range(count):
-                ctx.set(dut.read_beat, 1)
-                ctx.set(dut.write_beat, 1)
+                ctx.set(dut.events.read_beat, 1)
+                ctx.set(dut.events.write_beat, 1)
                 await ctx.tick()
-            ctx.set(dut.read_beat, 0)
-            ctx.set(dut.write_beat, 0)
+            ctx.set(dut.events.read_beat, 0)
+            ctx.set(dut.events.write_beat, 0)
 
         await beats(5)
         assert await read_register(ctx, bus, Register.READ_BEATS, rng) == 5
@@ -160,15 +160,15 @@ def test_status_error_and_interrupt():
         assert not ctx.get(dut.irq)
 
         # Bus errors are pulses from the AXI master; the register keeps them.
-        ctx.set(dut.read_error, 1)
+        ctx.set(dut.events.read_error, 1)
         await ctx.tick()
-        ctx.set(dut.read_error, 0)
+        ctx.set(dut.events.read_error, 0)
         expected = ErrorFlag.READ_RESPONSE
         assert await read_register(ctx, bus, Register.ERROR, rng) == expected
         ctx.set(control.error, 1)
-        ctx.set(dut.write_error, 1)
+        ctx.set(dut.events.write_error, 1)
         await ctx.tick()
-        ctx.set(dut.write_error, 0)
+        ctx.set(dut.events.write_error, 0)
         expected |= ErrorFlag.TOKEN_OVERFLOW | ErrorFlag.WRITE_RESPONSE
         assert await read_register(ctx, bus, Register.ERROR, rng) == expected
         assert await read_register(ctx, bus, Register.STATUS, rng) == Status.ERROR
