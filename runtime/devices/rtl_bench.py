@@ -184,7 +184,10 @@ async def _check_identity(host: _Host, expected_id: int) -> None:
         )
 
 
-async def _run_job(dut, host: _Host, memory: _Memory, job, max_cycles: int) -> rtl_jobs.RtlOutcome:
+async def _run_job(
+    dut, host: _Host, memory: _Memory, job: rtl_jobs.RtlJob, max_cycles: int
+) -> rtl_jobs.RtlOutcome:
+    """One job, from reset to its outcome."""
     started = time.perf_counter()
     await _reset(dut)
     await host.write(Register.INSN_COUNT, job.insn_count)
