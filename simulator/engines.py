@@ -26,7 +26,7 @@ from enum import IntEnum
 
 from isa import AccelConfig, TimingConfig
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
-from simulator.ports import NEVER, ReadPort, RowCursor, RowWalker, TransferRows
+from simulator.ports import Burst, ReadPort, RowCursor, RowWalker, TransferRows
 
 __all__ = ["Activity", "IdleEngine", "LoadEngine", "LoopEngine", "StoreEngine"]
 
@@ -118,8 +118,9 @@ class LoopEngine:
 class LoadEngine:
     """LOADs into on-chip buffers, as one read client of ``port`` (module docstring)."""
 
-    def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
+    def __init__(self, cfg: AccelConfig, timing: TimingConfig, unit: str) -> None:
         self.cfg = cfg
+        self.unit = unit  # the module it serves, as the stats name it
         self.walker = RowWalker(cfg, timing.max_burst_beats)
         self.port: ReadPort | None = None  # set when the ports are wired
         self.granted = self.beat = self.offered = False
@@ -249,7 +250,8 @@ class StoreEngine:
         self.elem_beats = 1
         self.cursor: RowCursor | None = None
         self.gather = 0
-        self.bursts: deque[int] = deque()  # beats left of each burst issued on aw
+        self.bursts: deque[Burst] = deque()  # issued on aw, awaiting data
+        self.completed: list[Burst] = []
         self.responses: deque[int] = deque()  # cycle each owed response arrives
         self.owed = 0
         self.reading = self.pending = False
@@ -307,13 +309,12 @@ class StoreEngine:
         aw = self._aw()
         if w:
             self.beats += 1
-            self.bursts[0] -= 1
-            if self.bursts[0] == 0:
-                self.bursts.popleft()
+            if self.bursts[0].moved(t, 1):
+                self.completed.append(self.bursts.popleft())
                 self.responses.append(t + self.response_latency)
         self.walker.tick(aw != 0, row_taken)
         if aw:
-            self.bursts.append(aw)
+            self.bursts.append(Burst(0, t, t + 1, aw))
         self.owed += (aw != 0) - responded
         if responded:
             self.responses.popleft()
@@ -340,7 +341,7 @@ class StoreEngine:
             if cursor is not None:
                 return 0
             data = self.elem_beats - self.gather + self.to_read * self.elem_beats
-            return min(quiet, self.bursts[0] - 1, data)
+            return min(quiet, self.bursts[0].left - 1, data)
         if cursor is not None and cursor.active and self.pending and not cursor.end_of_beat:
             return 0  # an element joins its beat; the beat waits for a burst
         return quiet
@@ -349,8 +350,10 @@ class StoreEngine:
         if not (self.pending and self.bursts):
             return Activity.MEMORY
         self.beats += cycles
-        self.bursts[0] -= cycles
+        self.bursts[0].moved(t, cycles)
         taken, self.gather = divmod(self.gather + cycles, self.elem_beats)
-        for _ in range(taken):
-            self._read_next()
+        reads = min(taken, self.to_read)  # each row taken lets the reader read the next
+        self.to_read -= reads
+        self.reading = self.to_read != 0
+        self.pending = taken == reads  # a row taken after the last read leaves none pending
         return Activity.BUSY

@@ -195,12 +195,24 @@ class ReadClient(Protocol):
 
 
 class Burst:
-    """A granted read burst: its client, first-beat cycle and beats not yet delivered."""
+    """A memory burst: its client, the cycle it was accepted, the first cycle its data may
+    move, and as it moves, the beats left and the cycles of its first and last beats."""
 
-    __slots__ = ("client", "left", "ready")
+    __slots__ = ("accepted", "beats", "client", "first", "last", "left", "ready")
 
-    def __init__(self, client: int, ready: int, beats: int) -> None:
-        self.client, self.ready, self.left = client, ready, beats
+    def __init__(self, client: int, accepted: int, ready: int, beats: int) -> None:
+        self.client, self.accepted, self.ready = client, accepted, ready
+        self.beats = self.left = beats
+        self.first = self.last = -1
+
+    def moved(self, t: int, beats: int) -> bool:
+        """``beats`` beats moved from cycle ``t`` on; whether that completed the burst."""
+        if self.left == self.beats:
+            self.first = t
+        self.left -= beats
+        if self.left == 0:
+            self.last = t + beats - 1
+        return self.left == 0
 
 
 class ReadPort:
@@ -215,6 +227,7 @@ class ReadPort:
         self.latency = timing.read_latency
         self.depth = timing.outstanding_reads
         self.inflight: deque[Burst] = deque()
+        self.completed: list[Burst] = []
         self.previous = 0
         self.beats = 0
 
@@ -231,7 +244,7 @@ class ReadPort:
             if beats:
                 client.granted = True
                 self.previous = index
-                self.inflight.append(Burst(index, t + self.latency, beats))
+                self.inflight.append(Burst(index, t, t + self.latency, beats))
                 return
 
     def offering(self, client: object, t: int) -> bool:
@@ -253,9 +266,8 @@ class ReadPort:
         if client.r_ready():
             client.beat = True
             self.beats += 1
-            head.left -= 1
-            if head.left == 0:
-                self.inflight.popleft()
+            if head.moved(t, 1):
+                self.completed.append(self.inflight.popleft())
 
     # ------------------------------------------------------------------ event-driven shortcuts
     def quiet(self, t: int) -> int:
@@ -280,9 +292,10 @@ class ReadPort:
         head = self.inflight[0]
         return head.ready <= t and self.clients[head.client].r_ready()
 
-    def stream(self, cycles: int) -> None:
-        """Apply ``cycles`` quiet cycles of :meth:`streaming`: the head burst's beats."""
+    def stream(self, t: int, cycles: int) -> None:
+        """Apply ``cycles`` quiet cycles of :meth:`streaming` from ``t``: the head's beats
+        (never its last one, which :meth:`quiet` leaves to a tick)."""
         head = self.inflight[0]
         self.clients[head.client].stream(cycles)
-        head.left -= cycles
+        head.moved(t, cycles)
         self.beats += cycles

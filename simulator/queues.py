@@ -65,7 +65,9 @@ class BufferedFifo(Generic[Item]):
             if self._write is not None:
                 self.out = self._write
         else:
-            moved = self.inner.popleft() if self.inner and (self.out is None or self._read) else None
+            moved = (
+                self.inner.popleft() if self.inner and (self.out is None or self._read) else None
+            )
             if self._read:
                 self.out = None
             if moved is not None:

@@ -27,11 +27,11 @@ import numpy as np
 
 from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
 from simulator.errors import SimulationError
-from simulator.events import Event, RunResult
+from simulator.events import Event, RunResult, StoreEvent
 from simulator.functional import FunctionalSimulator
 from simulator.ports import NEVER
 from simulator.queues import BufferedFifo, TokenCounters
-from simulator.stats import CycleStats
+from simulator.stats import BurstTiming, CycleStats
 from simulator.units import Fetch, Module, Timeline, build_ports, module_engines
 
 __all__ = ["CycleSimulator", "time_run"]
@@ -75,7 +75,27 @@ def time_run(
     events = sorted(result.events, key=lambda e: e.index)
     machine = _Machine(cfg, timing, events)
     cycles = machine.run(stepped)
-    return CycleStats.collect(cfg, timing, events, result.counters, cycles, machine)
+    bursts = [
+        BurstTiming("read", port.clients[b.client].unit, b.beats, b.accepted, b.first, b.last)
+        for port in machine.ports
+        for b in port.completed
+    ]
+    bursts += [
+        BurstTiming("write", "store", b.beats, b.accepted, b.first, b.last)
+        for b in machine.store_engine.completed
+    ]
+    bursts.sort(key=lambda b: (b.first, b.port))
+    return CycleStats.collect(
+        cfg,
+        timing,
+        events,
+        result.counters,
+        cycles,
+        machine.timeline,
+        bursts,
+        read_beats=sum(port.beats for port in machine.ports),
+        write_beats=machine.store_engine.beats,
+    )
 
 
 class _Machine:
@@ -92,13 +112,15 @@ class _Machine:
             Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)
             for stage in Stage
         ]
-        self.store_engine = engines[Stage.STORE]
+        self.store_engine = engines[Stage.STORE][StoreEvent]
         self.ports = build_ports(timing, self.fetch, readers)
         self.finisher = self.modules[Stage.COMPUTE - 1]
 
     def run(self, stepped: bool) -> int:
         """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
-        t = 0
+        self.tick(0)  # the launch cycle: fetch starts
+        self.timeline.restart_activity()
+        t = 1
         while self.finisher.finished_at is None:
             if not stepped or t % _STALL_CHECK == 0:
                 quiet = self.quiet(t)
@@ -143,4 +165,4 @@ class _Machine:
         for module in self.modules:
             module.skip(t, cycles)
         for port in streams:  # last: the units above account the cycles from their state at t
-            port.stream(cycles)
+            port.stream(t, cycles)

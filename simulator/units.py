@@ -40,6 +40,12 @@ class Timeline:
         """The activity counts of unit ``name`` (cycles per :class:`Activity`)."""
         return self.activity.setdefault(name, [0] * len(Activity))
 
+    def restart_activity(self) -> None:
+        """Forget the activity counted so far (the launch cycle, which the RTL's cycle
+        counter does not count either)."""
+        for counts in self.activity.values():
+            counts[:] = [0] * len(counts)
+
 
 class Fetch:
     """Fetch: instruction bursts, the beat buffer, the unpacker and the router."""
@@ -52,10 +58,11 @@ class Fetch:
         queues: Mapping[Stage, BufferedFifo[int]],
         timeline: Timeline,
     ) -> None:
+        self.unit = "fetch"
         self.stages = stages
         self.queues = queues
         self.timeline = timeline
-        self.activity = timeline.unit("fetch")
+        self.activity = timeline.unit(self.unit)
         self.buffer_beats = timing.fetch_burst_beats(cfg)
         self.walker = RowWalker(cfg, self.buffer_beats)
         self.rows = TransferRows(cfg, 0, _INSN_BYTES, 1, len(stages), 0)
@@ -88,10 +95,8 @@ class Fetch:
         """(an instruction is complete in the unpacker, its queue has room) this cycle."""
         if self.next == len(self.stages) or not self.buffer.r_rdy():
             return False, False
-        if self.cursor is None:
-            complete = self.gather == self.insn_beats - 1
-        else:
-            complete = self.cursor.active
+        cursor = self.cursor
+        complete = cursor.active if cursor is not None else self.gather == self.insn_beats - 1
         return complete, complete and self.queues[self.stages[self.next]].w_rdy()
 
     def tick(self, t: int) -> None:
@@ -176,11 +181,8 @@ class Module:
         self.finished_at: int | None = None
 
     def _engine_for(self, event: Event) -> object:
-        moves = (
-            isinstance(event, LoadEvent | StoreEvent)
-            and event.x_size
-            or isinstance(event, GemmEvent | AluEvent)
-            and event.steps
+        moves = (isinstance(event, LoadEvent | StoreEvent) and event.x_size) or (
+            isinstance(event, GemmEvent | AluEvent) and event.steps
         )
         return self.engines[type(event)] if moves else _IDLE
 
@@ -244,8 +246,8 @@ def module_engines(
 ) -> tuple[dict[Stage, dict[type, object]], dict[Stage, LoadEngine]]:
     """Each module's engines by event type, and the engines that read memory (load's, and
     compute's for micro-ops and accumulators)."""
-    load = LoadEngine(cfg, timing)
-    compute_load = LoadEngine(cfg, timing)
+    load = LoadEngine(cfg, timing, "load")
+    compute_load = LoadEngine(cfg, timing, "compute")
     loop = LoopEngine(cfg, timing)
     engines = {
         Stage.LOAD: {LoadEvent: load},
