@@ -150,12 +150,18 @@ class ConvProgram:
 
 
 def conv2d_program(
-    cfg: AccelConfig, shape: ConvShape, inputs: bytes, weights: bytes, bias: bytes
+    cfg: AccelConfig,
+    shape: ConvShape,
+    inputs: bytes | None = None,
+    weights: bytes | None = None,
+    bias: bytes | None = None,
 ) -> ConvProgram:
     """The conv2d program for ``shape`` (module docstring) with its data in DRAM.
 
     ``inputs``, ``weights`` and ``bias`` are the packed INP, WGT and ACC elements as bytes
-    (``bias`` holds one ACC element per output-channel block).
+    (``bias`` holds one ACC element per output-channel block); None leaves a buffer zeroed.
+    Raises BuilderError if the layer does not suit ``cfg`` (channels not whole blocks, tiles
+    that do not fit the buffers).
     """
     bi, bo = cfg.block_in, cfg.block_out
     ci, co = shape.in_channels // bi, shape.out_channels // bo

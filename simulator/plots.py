@@ -45,10 +45,20 @@ def timeline_png(stats: CycleStats, path: str | Path, *, title: str = "") -> Non
         labels.append(name)
         insns = [i for i in stats.instructions if i.module is stage]
         waits = [(i.taken + 1, i.token_wait) for i in insns if i.token_wait > 0]
-        ax.broken_barh(waits, (row - 0.4, 0.8), facecolors="none", edgecolors="0.6", hatch="//")
+        first = row == 0  # one legend entry per kind
+        ax.broken_barh(
+            waits,
+            (row - 0.4, 0.8),
+            facecolors="none",
+            edgecolors="0.6",
+            hatch="//",
+            label="token wait" if first else None,
+        )
         for kind, colour in _COLOURS.items():
             spans = [(i.started, i.duration) for i in insns if i.label.startswith(kind)]
-            ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=colour, label=kind)
+            ax.broken_barh(
+                spans, (row - 0.4, 0.8), facecolors=colour, label=kind if first else None
+            )
     for row, port in enumerate(("read", "write"), start=len(_ROWS)):
         labels.append(f"{port} port")
         for unit, colour in {**_UNIT_COLOURS, "store": "tab:red"}.items():
@@ -65,10 +75,9 @@ def timeline_png(stats: CycleStats, path: str | Path, *, title: str = "") -> Non
     ax.set_xlabel("cycle")
     heading = title or f"{stats.config.fingerprint}"
     ax.set_title(
-        f"{heading}: {stats.cycles:,} cycles, GEMM utilisation "
-        f"{100 * stats.gemm_utilisation:.1f} % (hatched: waiting for a token)"
+        f"{heading}: {stats.cycles:,} cycles, GEMM utilisation {100 * stats.gemm_utilisation:.1f} %"
     )
-    ax.legend(loc="upper right", ncol=4, fontsize="small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5, fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -95,13 +104,14 @@ def roofline_png(runs: Sequence[tuple[str, CycleStats]], path: str | Path) -> No
             "-",
             label=f"{cfg.fingerprint}: {cfg.peak_gops:g} GOPS, {stats.port_gbps:g} GB/s",
         )
-    for label, stats in runs:
+    for n, (label, stats) in enumerate(runs):
         ax.plot([stats.arithmetic_intensity], [stats.gops], "o")
-        ax.annotate(
-            f"{label}\n{stats.gops:.3g} GOPS",
+        ax.annotate(  # labels stacked downwards, so runs at one intensity stay readable
+            f"{label}: {stats.gops:.3g} GOPS",
             (stats.arithmetic_intensity, stats.gops),
             textcoords="offset points",
-            xytext=(6, -14),
+            xytext=(-10, -16 * (n + 1)),
+            ha="right",
             fontsize="small",
         )
     ax.set_xscale("log")
