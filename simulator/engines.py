@@ -127,7 +127,7 @@ class LoadEngine:
         self.elem_beats = 1  # beats per element (wide elements)
         self.cursor: RowCursor | None = None  # narrow elements
         self.gather = 0
-        self.writing = False
+        self.writing = self.body = False
         self.pos = 0  # writer position: line * width + column
         self.end = 0
         self.width = 1
@@ -145,15 +145,21 @@ class LoadEngine:
         self.gather = 0
         self.width = e.x_pad_0 + e.x_size + e.x_pad_1
         self.end = (e.y_pad_0 + e.y_size + e.y_pad_1) * self.width
-        self.pos = 0
-        self.writing = self.end != 0
         self.body_lines = range(e.y_pad_0, e.y_pad_0 + e.y_size)
         self.body_columns = range(e.x_pad_0, e.x_pad_0 + e.x_size)
+        self.pos = 0
+        self._advance(0)
+
+    def _advance(self, rows: int) -> None:
+        """The writer moves ``rows`` SRAM rows on: is it still writing, and on a body row?"""
+        self.pos += rows
+        self.writing = self.pos < self.end
+        line, column = divmod(self.pos, self.width)
+        self.body = self.writing and line in self.body_lines and column in self.body_columns
 
     # ------------------------------------------------------------------ state at the cycle start
     def _at_body(self) -> bool:
-        line, column = divmod(self.pos, self.width)
-        return line in self.body_lines and column in self.body_columns
+        return self.body
 
     def done(self) -> bool:
         return not self.writing and not self.walker.busy
@@ -187,8 +193,7 @@ class LoadEngine:
                 cursor.load(*self.walker.row_lane())
         self.walker.tick(self.granted, row_taken)
         if self.writing and (not body or element):
-            self.pos += 1
-            self.writing = self.pos < self.end
+            self._advance(1)
         self.granted = self.beat = self.offered = False
         return Activity.MEMORY if waiting else Activity.BUSY
 
@@ -200,16 +205,13 @@ class LoadEngine:
             return quiet
         if not self._at_body():
             return min(quiet, self._pad_run())
-        if cursor is not None and cursor.active and self.port.offering(self, t):
-            return 0  # an element moves without a beat transfer
-        return quiet
+        return quiet  # body rows wait for data, which the port streams
 
     def skip(self, t: int, cycles: int) -> Activity:
         if not self.writing:
             return Activity.BUSY
         if not self._at_body():
-            self.pos += cycles
-            self.writing = self.pos < self.end
+            self._advance(cycles)
             return Activity.BUSY
         return Activity.BUSY if self.port.offering(self, t) else Activity.MEMORY
 
@@ -223,20 +225,32 @@ class LoadEngine:
             pos = (line + 1) * self.width  # the rest of this line is padding
         return pos - self.pos
 
-    def stream_beats(self) -> int:
-        """Beats taken one per cycle from now while the writer stays on body rows."""
-        if self.cursor is not None or not (self.writing and self._at_body()):
+    def takes_data(self) -> bool:
+        if self.cursor is None:
+            return self.r_ready()
+        return self.cursor.active and self.writing and self._at_body()
+
+    def stream_cycles(self, burst_left: int) -> int:
+        """Cycles from now it takes data one element or beat per cycle, in bulk, while the
+        writer stays on body rows and before the burst's last beat."""
+        if not (self.writing and self._at_body()):
             return 0
+        if self.cursor is not None:
+            return self.cursor.cycles_before(burst_left)
         line, column = divmod(self.pos, self.width)
         run = self.body_columns.stop - column
         if self.width == len(self.body_columns):  # no column pads: the body rows adjoin
             run += (self.body_lines.stop - 1 - line) * self.width
-        return run * self.elem_beats - self.gather
+        return min(run * self.elem_beats - self.gather, burst_left - 1)
 
-    def stream(self, beats: int) -> None:
-        elements, self.gather = divmod(self.gather + beats, self.elem_beats)
-        self.pos += elements
-        self.writing = self.pos < self.end
+    def stream(self, cycles: int) -> tuple[int, int]:
+        if self.cursor is not None:
+            beats, first = self.cursor.advance(cycles)
+            self._advance(cycles)
+            return beats, first
+        elements, self.gather = divmod(self.gather + cycles, self.elem_beats)
+        self._advance(elements)
+        return cycles, 0
 
 
 class StoreEngine:
@@ -293,6 +307,7 @@ class StoreEngine:
         if cursor is None:
             w = self.pending and room
             taken = w and self.gather == self.elem_beats - 1
+            moved = w
             if w:
                 self.gather = 0 if taken else self.gather + 1
             row_taken = self.walker.describing
@@ -300,6 +315,7 @@ class StoreEngine:
             emit = cursor.end_of_beat
             w = cursor.active and self.pending and emit and room
             taken = cursor.active and self.pending and (not emit or w)
+            moved = taken
             row_taken = self.walker.describing and not cursor.active
             if taken:
                 cursor.consume()
@@ -320,7 +336,7 @@ class StoreEngine:
             self.responses.popleft()
         if not self.pending or taken:
             self._read_next()
-        return Activity.BUSY if w else Activity.MEMORY
+        return Activity.BUSY if moved else Activity.MEMORY
 
     def _read_next(self) -> None:
         """The OUT reader advances: the row it read is now pending, and it reads the next."""
@@ -337,21 +353,32 @@ class StoreEngine:
             return 0
         if self.responses:
             quiet = min(quiet, max(0, self.responses[0] - t))
-        if self.pending and self.bursts:
+        if self._streaming():
+            left = self.bursts[0].left
             if cursor is not None:
-                return 0
+                return min(quiet, cursor.cycles_before(left))
             data = self.elem_beats - self.gather + self.to_read * self.elem_beats
-            return min(quiet, self.bursts[0].left - 1, data)
+            return min(quiet, left - 1, data)
         if cursor is not None and cursor.active and self.pending and not cursor.end_of_beat:
             return 0  # an element joins its beat; the beat waits for a burst
         return quiet
 
+    def _streaming(self) -> bool:
+        """Rows flow from the reader to the write port one beat (or element) per cycle."""
+        return self.pending and bool(self.bursts) and (self.cursor is None or self.cursor.active)
+
     def skip(self, t: int, cycles: int) -> Activity:
-        if not (self.pending and self.bursts):
+        if not self._streaming():
             return Activity.MEMORY
-        self.beats += cycles
-        self.bursts[0].moved(t, cycles)
-        taken, self.gather = divmod(self.gather + cycles, self.elem_beats)
+        if self.cursor is not None:
+            taken = cycles
+            beats, first = self.cursor.advance(cycles)
+        else:
+            beats, first = cycles, 0
+            taken, self.gather = divmod(self.gather + cycles, self.elem_beats)
+        if beats:
+            self.beats += beats
+            self.bursts[0].moved(t + first, beats)
         reads = min(taken, self.to_read)  # each row taken lets the reader read the next
         self.to_read -= reads
         self.reading = self.to_read != 0

@@ -181,17 +181,34 @@ class RowCursor:
         self.left -= 1
         self.active = self.left != 0
 
+    def cycles_before(self, beats: int) -> int:
+        """Elements it can move, one per cycle from now, before it consumes the ``beats``-th
+        beat from now (the row's last element consumes the row's last beat)."""
+        return min(self.lanes - self.lane + (beats - 1) * self.lanes, self.left) - 1
+
+    def advance(self, elements: int) -> tuple[int, int]:
+        """Move ``elements`` elements at once (fewer than :attr:`left`): (beats consumed, the
+        cycle offset of the first of them)."""
+        first = min(self.lanes - self.lane, self.left) - 1
+        beats = 0 if elements <= first else 1 + (elements - first - 1) // self.lanes
+        self.lane = (self.lane + elements) % self.lanes
+        self.left -= elements
+        return beats, first
+
 
 class ReadClient(Protocol):
-    """What the read port needs from a client (the state at the start of the cycle)."""
+    """What the read port needs from a client (the state at the start of the cycle); the port
+    sets its ``granted``, ``offered`` and ``beat`` flags for the client's tick."""
 
     def burst_request(self) -> int: ...  # beats of the burst it presents, 0: none
 
     def r_ready(self) -> bool: ...  # it takes the beat offered this cycle
 
-    def stream_beats(self) -> int: ...  # beats it will take one per cycle from now, in bulk
+    def takes_data(self) -> bool: ...  # it moves data this cycle if a beat is offered
 
-    def stream(self, beats: int) -> None: ...  # take that many in bulk
+    def stream_cycles(self, burst_left: int) -> int: ...  # bulk cycles before the last beat
+
+    def stream(self, cycles: int) -> tuple[int, int]: ...  # (beats, first's offset) in bulk
 
 
 class Burst:
@@ -205,13 +222,18 @@ class Burst:
         self.beats = self.left = beats
         self.first = self.last = -1
 
-    def moved(self, t: int, beats: int) -> bool:
-        """``beats`` beats moved from cycle ``t`` on; whether that completed the burst."""
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)}" for name in self.__slots__)
+        return f"Burst({fields})"
+
+    def moved(self, t: int, beats: int = 1) -> bool:
+        """``beats`` beats moved, the first at cycle ``t`` (only a single beat can be the
+        last); whether the burst is complete."""
         if self.left == self.beats:
             self.first = t
         self.left -= beats
         if self.left == 0:
-            self.last = t + beats - 1
+            self.last = t
         return self.left == 0
 
 
@@ -266,23 +288,25 @@ class ReadPort:
         if client.r_ready():
             client.beat = True
             self.beats += 1
-            if head.moved(t, 1):
+            if head.moved(t):
                 self.completed.append(self.inflight.popleft())
 
     # ------------------------------------------------------------------ event-driven shortcuts
     def quiet(self, t: int) -> int:
         """Cycles from ``t`` in which the port only streams beats in bulk (or waits)."""
-        if len(self.inflight) < self.depth and any(c.burst_request() for c in self.clients):
-            return 0
+        if len(self.inflight) < self.depth:
+            for client in self.clients:
+                if client.burst_request():
+                    return 0
         if not self.inflight:
             return NEVER
         head = self.inflight[0]
         if head.ready > t:
             return head.ready - t
         client = self.clients[head.client]
-        if not client.r_ready():
+        if not client.takes_data():
             return NEVER  # the client's own state changes first
-        return min(client.stream_beats(), head.left - 1)  # a burst's last beat is a tick
+        return client.stream_cycles(head.left)  # the burst's last beat is left to a tick
 
     def streaming(self, t: int) -> bool:
         """Whether the head burst streams to its client over quiet cycles from ``t`` (asked
@@ -290,12 +314,12 @@ class ReadPort:
         if not self.inflight:
             return False
         head = self.inflight[0]
-        return head.ready <= t and self.clients[head.client].r_ready()
+        return head.ready <= t and self.clients[head.client].takes_data()
 
     def stream(self, t: int, cycles: int) -> None:
-        """Apply ``cycles`` quiet cycles of :meth:`streaming` from ``t``: the head's beats
-        (never its last one, which :meth:`quiet` leaves to a tick)."""
+        """Apply ``cycles`` quiet cycles of :meth:`streaming` from ``t``."""
         head = self.inflight[0]
-        self.clients[head.client].stream(cycles)
-        head.moved(t, cycles)
-        self.beats += cycles
+        beats, first = self.clients[head.client].stream(cycles)
+        if beats:
+            head.moved(t + first, beats)
+            self.beats += beats

@@ -54,11 +54,13 @@ class BufferedFifo(Generic[Item]):
         self._read = True
         return self.out
 
-    def quiet(self) -> int:
+    def quiet(self, t: int) -> int:
         """0 if an entry moves to the output register this cycle, else NEVER (waiting)."""
         return 0 if self.inner and self.out is None else NEVER
 
     def end_cycle(self) -> None:
+        if self._write is None and not self._read and (self.out is not None or not self.inner):
+            return  # nothing written, read or moving
         if self.depth == 1:
             if self._read:
                 self.out = None
@@ -79,25 +81,33 @@ class BufferedFifo(Generic[Item]):
 
 
 class TokenCounters:
-    """The four dependency-token counters; pops and pushes of a cycle apply at its end."""
+    """The four dependency-token counters, by position in :class:`isa.Token`; pops and pushes
+    of a cycle apply at its end."""
 
     __slots__ = ("_delta", "count")
 
     def __init__(self) -> None:
-        self.count = dict.fromkeys(Token, 0)
-        self._delta: list[tuple[Token, int]] = []
+        self.count = [0] * len(Token)
+        self._delta: list[tuple[int, int]] = []
 
-    def available(self, tokens: Iterable[Token]) -> bool:
+    @staticmethod
+    def indices(tokens: Iterable[Token]) -> tuple[int, ...]:
+        """The positions of ``tokens`` (what the other methods take)."""
+        order = list(Token)
+        return tuple(order.index(t) for t in tokens)
+
+    def available(self, tokens: tuple[int, ...]) -> bool:
         """Every counter in ``tokens`` is non-zero this cycle."""
-        return all(self.count[t] for t in tokens)
+        return all(map(self.count.__getitem__, tokens))
 
-    def pop(self, tokens: Iterable[Token]) -> None:
+    def pop(self, tokens: tuple[int, ...]) -> None:
         self._delta.extend((t, -1) for t in tokens)
 
-    def push(self, tokens: Iterable[Token]) -> None:
+    def push(self, tokens: tuple[int, ...]) -> None:
         self._delta.extend((t, 1) for t in tokens)
 
     def end_cycle(self) -> None:
-        for token, step in self._delta:
-            self.count[token] += step
-        self._delta.clear()
+        if self._delta:
+            for token, step in self._delta:
+                self.count[token] += step
+            self._delta.clear()

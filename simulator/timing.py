@@ -115,6 +115,9 @@ class _Machine:
         self.store_engine = engines[Stage.STORE][StoreEvent]
         self.ports = build_ports(timing, self.fetch, readers)
         self.finisher = self.modules[Stage.COMPUTE - 1]
+        self.queue_list = list(self.queues.values())
+        # asked in order of how often each has an event this cycle
+        self.quiet_units = [*self.ports, *self.modules, self.fetch, *self.queue_list]
 
     def run(self, stepped: bool) -> int:
         """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
@@ -146,17 +149,18 @@ class _Machine:
         for module in self.modules:
             module.tick(t)
         self.tokens.end_cycle()
-        for queue in self.queues.values():
+        for queue in self.queue_list:
             queue.end_cycle()
 
     def quiet(self, t: int) -> int:
-        quiet = self.fetch.quiet(t)
-        for queue in self.queues.values():
-            quiet = min(quiet, queue.quiet())
-        for module in self.modules:
-            quiet = min(quiet, module.quiet(t))
-        for port in self.ports:
-            quiet = min(quiet, port.quiet(t))
+        """The cycles every unit can skip from ``t`` (0 as soon as one of them cannot)."""
+        quiet = NEVER
+        for unit in self.quiet_units:
+            q = unit.quiet(t)
+            if q < quiet:
+                if q == 0:
+                    return 0
+                quiet = q
         return quiet
 
     def skip(self, t: int, cycles: int) -> None:

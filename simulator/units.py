@@ -24,6 +24,9 @@ from simulator.queues import BufferedFifo, TokenCounters
 __all__ = ["Fetch", "Module", "Timeline", "build_ports", "module_engines"]
 
 _INSN_BYTES = INSN_WIDTH // 8
+#: The instruction slot's states (hw/slot.py): take from the queue, pop, run.
+_TAKE, _POP, _RUN = 0, 1, 2
+BUSY, MEMORY, TOKEN, QUEUE_FULL, IDLE = Activity
 
 
 class Timeline:
@@ -84,10 +87,12 @@ class Fetch:
     def r_ready(self) -> bool:
         return self.buffer.w_rdy()
 
-    def stream_beats(self) -> int:
-        return 0
+    takes_data = r_ready
 
-    def stream(self, beats: int) -> None:
+    def stream_cycles(self, burst_left: int) -> int:
+        return 0  # every beat changes the beat buffer: one cycle at a time
+
+    def stream(self, cycles: int) -> tuple[int, int]:
         raise AssertionError("fetch takes its beats one cycle at a time")
 
     # ------------------------------------------------------------------ one cycle
@@ -99,7 +104,15 @@ class Fetch:
         complete = cursor.active if cursor is not None else self.gather == self.insn_beats - 1
         return complete, complete and self.queues[self.stages[self.next]].w_rdy()
 
+    @property
+    def finished(self) -> bool:
+        """Every instruction is in its queue and nothing is left in flight."""
+        return self.next == len(self.stages) and not self.walker.busy and not self.reserved
+
     def tick(self, t: int) -> None:
+        if self.finished:
+            self.activity[IDLE] += 1
+            return
         granted_beats = self.walker.burst() if self.granted else 0
         complete, dispatch = self._unpack()
         taken = False
@@ -135,14 +148,16 @@ class Fetch:
 
     def _activity(self, complete: bool, dispatch: bool, moved: bool) -> Activity:
         if self.next == len(self.stages) and not dispatch:
-            return Activity.IDLE
+            return IDLE
         if complete and not dispatch:
-            return Activity.QUEUE_FULL
-        return Activity.BUSY if moved else Activity.MEMORY
+            return QUEUE_FULL
+        return BUSY if moved else MEMORY
 
     # ------------------------------------------------------------------ event-driven shortcuts
     def quiet(self, t: int) -> int:
-        if self.starting or self.buffer.quiet() == 0:
+        if self.finished:
+            return NEVER
+        if self.starting or self.buffer.quiet(t) == 0:
             return 0
         complete, dispatch = self._unpack()
         if dispatch or (self.buffer.r_rdy() and not complete and self.next < len(self.stages)):
@@ -157,8 +172,6 @@ class Fetch:
 class Module:
     """One of load, compute and store: its instruction slot and engines (module docstring)."""
 
-    _TAKE, _POP, _RUN = 0, 1, 2
-
     def __init__(
         self,
         stage: Stage,
@@ -172,10 +185,12 @@ class Module:
         self.queue = queue
         self.tokens = tokens
         self.events = events
+        self.pops = [tokens.indices(e.pops) if e.module is stage else () for e in events]
+        self.pushes = [tokens.indices(e.pushes) if e.module is stage else () for e in events]
         self.engines = engines
         self.timeline = timeline
         self.activity = timeline.unit(stage.name.lower())
-        self.state = self._TAKE
+        self.state = _TAKE
         self.current = -1
         self.engine: object = _IDLE
         self.finished_at: int | None = None
@@ -187,52 +202,51 @@ class Module:
         return self.engines[type(event)] if moves else _IDLE
 
     def tick(self, t: int) -> None:
-        activity = Activity.BUSY
-        started = None
-        if self.state == self._TAKE:
+        state = self.state
+        if state == _RUN:
+            engine = self.engine
+            if not engine.done():
+                self.activity[engine.tick(t)] += 1
+                return
+            self.tokens.push(self.pushes[self.current])
+            self.timeline.retired[self.current] = t
+            self.state = _TAKE
+            if self.current == len(self.events) - 1:
+                self.finished_at = t
+            activity = BUSY
+        elif state == _TAKE:
             if self.queue.r_rdy():
                 self.current = self.queue.read()
                 self.timeline.taken[self.current] = t
-                self.state = self._POP
+                self.state = _POP
+                activity = BUSY
             else:
-                activity = Activity.IDLE
-        elif self.state == self._POP:
+                activity = IDLE
+        elif self.tokens.available(self.pops[self.current]):
+            self.tokens.pop(self.pops[self.current])
+            self.timeline.started[self.current] = t
+            self.state = _RUN
             event = self.events[self.current]
-            if self.tokens.available(event.pops):
-                self.tokens.pop(event.pops)
-                self.timeline.started[self.current] = t
-                self.state = self._RUN
-                started = event
-            else:
-                activity = Activity.TOKEN
-        elif self.engine.done():
-            event = self.events[self.current]
-            self.tokens.push(event.pushes)
-            self.timeline.retired[self.current] = t
-            self.state = self._TAKE
-            if self.current == len(self.events) - 1:
-                self.finished_at = t
+            self.engine = self._engine_for(event)
+            self.engine.start(t, event)  # after this cycle: the engine was idle during it
+            activity = BUSY
         else:
-            activity = self.engine.tick(t)
-        if started is not None:
-            self.engine = self._engine_for(started)
-            self.engine.start(t, started)
+            activity = TOKEN
         self.activity[activity] += 1
 
     def quiet(self, t: int) -> int:
-        if self.state == self._TAKE:
+        state = self.state
+        if state == _RUN:
+            return 0 if self.engine.done() else self.engine.quiet(t)
+        if state == _TAKE:
             return 0 if self.queue.r_rdy() else NEVER
-        if self.state == self._POP:
-            return 0 if self.tokens.available(self.events[self.current].pops) else NEVER
-        if self.engine.done():
-            return 0
-        return self.engine.quiet(t)
+        return 0 if self.tokens.available(self.pops[self.current]) else NEVER
 
     def skip(self, t: int, cycles: int) -> None:
-        if self.state == self._TAKE:
-            activity = Activity.IDLE
-        elif self.state == self._POP:
-            activity = Activity.TOKEN
+        if self.state == _TAKE:
+            activity = IDLE
+        elif self.state == _POP:
+            activity = TOKEN
         else:
             activity = self.engine.skip(t, cycles)
         self.activity[activity] += cycles
