@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,17 @@ def test_plots_are_pngs(stats, tmp_path):
         assert data.startswith(_PNG) and len(data) > 10_000
     with pytest.raises(ReportError, match="at least one run"):
         roofline_png([], tmp_path / "empty.png")
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text()
+    section = text[text.index("## The cycle-level simulator") :]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, str(readme), "exec"), {})
+    out = capsys.readouterr().out
+    assert "GEMM utilisation" in out and "started=" in out
+    assert json.loads((tmp_path / "conv.json").read_text())["traceEvents"]
+    for name in ("timeline.png", "roofline.png"):
+        assert (tmp_path / name).read_bytes().startswith(_PNG)
