@@ -624,19 +624,13 @@ class TimingConfig:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.type in (bool, "bool"):
+            if f.name == "shared_read_port":
                 if not isinstance(value, bool):
                     raise ConfigError(f.name, value, "must be true or false")
-            elif isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f.name, value, "must be an integer")
-        minimum = {"step_stages": 0, "gemm_product_stages": 0}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool):
                 continue
-            low = minimum.get(f.name, 1)
-            if not low <= value <= 1 << 20:
-                raise ConfigError(f.name, value, f"must be from {low} to {1 << 20}")
+            low = 0 if f.name in ("step_stages", "gemm_product_stages") else 1
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1 << 20:
+                raise ConfigError(f.name, value, f"must be an integer from {low} to {1 << 20}")
         if self.max_burst_beats > AXI_MAX_BEATS:
             raise ConfigError(
                 "max_burst_beats", self.max_burst_beats, f"AXI4 bursts are at most {AXI_MAX_BEATS}"

@@ -115,6 +115,17 @@ class LoopEngine:
         return Activity.BUSY
 
 
+def _start_transfer(
+    cfg: AccelConfig, walker: RowWalker, e: LoadEvent | StoreEvent
+) -> tuple[int, RowCursor | None]:
+    """Start ``walker`` on the rows of ``e``; (beats per element, the cursor that picks
+    narrower elements from their beats, or None)."""
+    walker.start(TransferRows(cfg, e.dram_address, e.elem_bytes, e.y_size, e.x_size, e.x_stride))
+    bus = cfg.bus_bytes
+    cursor = RowCursor(bus // e.elem_bytes) if e.elem_bytes < bus else None
+    return max(1, e.elem_bytes // bus), cursor
+
+
 class LoadEngine:
     """LOADs into on-chip buffers, as one read client of ``port`` (module docstring)."""
 
@@ -137,11 +148,7 @@ class LoadEngine:
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, LoadEvent)
         e = event
-        rows = TransferRows(self.cfg, e.dram_address, e.elem_bytes, e.y_size, e.x_size, e.x_stride)
-        self.walker.start(rows)
-        bus = self.cfg.bus_bytes
-        self.elem_beats = max(1, e.elem_bytes // bus)
-        self.cursor = RowCursor(bus // e.elem_bytes) if e.elem_bytes < bus else None
+        self.elem_beats, self.cursor = _start_transfer(self.cfg, self.walker, e)
         self.gather = 0
         self.width = e.x_pad_0 + e.x_size + e.x_pad_1
         self.end = (e.y_pad_0 + e.y_size + e.y_pad_1) * self.width
@@ -274,14 +281,9 @@ class StoreEngine:
 
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, StoreEvent)
-        e = event
-        rows = TransferRows(self.cfg, e.dram_address, e.elem_bytes, e.y_size, e.x_size, e.x_stride)
-        self.walker.start(rows)
-        bus = self.cfg.bus_bytes
-        self.elem_beats = max(1, e.elem_bytes // bus)
-        self.cursor = RowCursor(bus // e.elem_bytes) if e.elem_bytes < bus else None
+        self.elem_beats, self.cursor = _start_transfer(self.cfg, self.walker, event)
         self.gather = 0
-        self.to_read = e.y_size * e.x_size
+        self.to_read = event.y_size * event.x_size
         self.reading = self.to_read != 0
         self.pending = False
 
