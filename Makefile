@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,cpu,hw
+EXTRAS := dev,cpu,hw,plots
 APT_PACKAGES := yosys
 PYTEST_ARGS ?= -n 2
 

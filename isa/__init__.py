@@ -8,11 +8,18 @@ from isa.assembly import assemble, disassemble, format_insn, format_uop
 from isa.builder import DramBuffer, Kernel, Loop, ProgramBuilder
 from isa.config import (
     ACC_RAW_WINDOW,
+    AXI_MAX_BEATS,
+    AXI_PAGE_BYTES,
+    FETCH_BUFFER_INSNS,
     INSN_WIDTH,
     MUL_ARG_BITS,
+    READ_OUTSTANDING,
     TOKEN_COUNTER_BITS,
     UOP_WIDTH,
+    WRITE_OUTSTANDING,
     AccelConfig,
+    TimingConfig,
+    fetch_buffer_beats,
 )
 from isa.encoding import (
     INSN_BYTES,
@@ -50,12 +57,17 @@ from isa.tokens import Token, illegal_flags, popped_tokens, pushed_tokens, token
 
 __all__ = [
     "ACC_RAW_WINDOW",
+    "AXI_MAX_BEATS",
+    "AXI_PAGE_BYTES",
+    "FETCH_BUFFER_INSNS",
     "INSN_BYTES",
     "INSN_WIDTH",
     "MUL_ARG_BITS",
+    "READ_OUTSTANDING",
     "TOKEN_COUNTER_BITS",
     "UOP_BYTES",
     "UOP_WIDTH",
+    "WRITE_OUTSTANDING",
     "AccelConfig",
     "AluInsn",
     "AluOp",
@@ -83,6 +95,7 @@ __all__ = [
     "ProgramError",
     "ProgramFormatError",
     "Stage",
+    "TimingConfig",
     "Token",
     "Uop",
     "VtaforgeError",
@@ -94,6 +107,7 @@ __all__ = [
     "disassemble",
     "encode",
     "encode_uop",
+    "fetch_buffer_beats",
     "format_insn",
     "format_uop",
     "illegal_flags",
