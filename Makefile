@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,cpu,hw,rtl
+EXTRAS := dev,cpu,hw,plots,rtl
 APT_PACKAGES := yosys g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 

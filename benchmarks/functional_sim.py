@@ -13,8 +13,9 @@ import numpy as np
 from _harness import best_of, report
 
 from isa import AccelConfig
+from runtime.kernels import RESNET18_C2
 from simulator import FunctionalSimulator
-from tests.conformance.conv_cases import RESNET18_C2, build_conv2d
+from tests.conformance.conv_cases import build_conv2d
 
 
 def main() -> None:

@@ -27,9 +27,10 @@ from _harness import ROOT, report
 
 from isa import AccelConfig, Program
 from runtime import DeviceKind, open_device
+from runtime.kernels import RESNET18_C2
 from tests.conformance.cases import CASES
 from tests.conformance.common import Size
-from tests.conformance.conv_cases import RESNET18_C2, build_conv2d
+from tests.conformance.conv_cases import build_conv2d
 from tests.conformance.random_programs import random_program
 
 PRESETS = ("tiny", "default")

@@ -13,7 +13,7 @@ from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.memport import ReadClientSignature
-from isa import AccelConfig
+from isa import READ_OUTSTANDING, AccelConfig
 
 __all__ = ["ReadArbiter"]
 
@@ -22,7 +22,7 @@ class ReadArbiter(wiring.Component):
     """Round-robin arbiter of ``clients`` read masters onto one (``bus``), with up to
     ``outstanding`` bursts in flight."""
 
-    def __init__(self, cfg: AccelConfig, clients: int, *, outstanding: int = 4):
+    def __init__(self, cfg: AccelConfig, clients: int, *, outstanding: int = READ_OUTSTANDING):
         self._count = clients
         self._outstanding = outstanding
         super().__init__(

@@ -20,12 +20,9 @@ from hw.dma import BeatUnpacker
 from hw.layouts import byte_addr_bits, insn_layouts, is_any, load_types
 from hw.memport import ReadClientSignature
 from hw.rows import RowRequester
-from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, Opcode, Stage
+from isa import INSN_BYTES, INSN_WIDTH, AccelConfig, Opcode, Stage, fetch_buffer_beats
 
 __all__ = ["Fetch"]
-
-#: Instructions the beat buffer holds (it bounds the read bursts fetch has in flight).
-_BUFFERED_INSNS = 4
 
 
 class Fetch(wiring.Component):
@@ -50,7 +47,7 @@ class Fetch(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        depth = max(2, _BUFFERED_INSNS * INSN_BYTES // cfg.bus_bytes)
+        depth = fetch_buffer_beats(cfg)  # isa.FETCH_BUFFER_INSNS instructions
         m.submodules.requester = requester = RowRequester(
             cfg, [INSN_BYTES], size_bits=REGISTER_BITS, stride_bits=1, max_beats=depth
         )

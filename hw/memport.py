@@ -23,7 +23,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.layouts import byte_addr_bits
-from isa import AccelConfig
+from isa import AXI_MAX_BEATS, AXI_PAGE_BYTES, AccelConfig
 
 __all__ = [
     "AXI_LEN_BITS",
@@ -36,11 +36,9 @@ __all__ = [
     "burst_layout",
 ]
 
-#: AXI4 burst length field (ARLEN/AWLEN) and the longest incrementing burst.
-AXI_LEN_BITS = 8
-AXI_MAX_BEATS = 1 << AXI_LEN_BITS
-#: An AXI burst must not cross a 4 KiB address boundary.
-AXI_PAGE_BYTES = 4096
+#: AXI4 burst length field (ARLEN/AWLEN, beats - 1) for bursts of up to ``isa.AXI_MAX_BEATS``
+#: beats; no burst crosses an ``isa.AXI_PAGE_BYTES`` boundary.
+AXI_LEN_BITS = (AXI_MAX_BEATS - 1).bit_length()
 
 
 def burst_layout(cfg: AccelConfig) -> data.StructLayout:

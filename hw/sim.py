@@ -53,9 +53,9 @@ class MemoryTiming:
     def __post_init__(self) -> None:
         low, high = self.read_latency
         if not 0 <= low <= high:
-            raise ValueError(f"read_latency {self.read_latency} must be 0 <= low <= high")
+            raise HwSimulationError(f"read_latency {self.read_latency} must be 0 <= low <= high")
         if not 0.0 < self.ready_probability <= 1.0:
-            raise ValueError(f"ready_probability {self.ready_probability} must be in (0, 1]")
+            raise HwSimulationError(f"ready_probability {self.ready_probability} must be in (0, 1]")
 
 
 @dataclass(frozen=True)

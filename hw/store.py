@@ -20,12 +20,12 @@ from hw.memport import AXI_LEN_BITS, WriteClientSignature
 from hw.rows import RowRequester
 from hw.slot import InstructionSlot
 from hw.tokens import TokenPopSignature, TokenPushSignature
-from isa import INSN_WIDTH, AccelConfig, MemId
+from isa import INSN_WIDTH, WRITE_OUTSTANDING, AccelConfig, MemId
 
 __all__ = ["Store"]
 
 #: Write bursts that may await their data or response at once.
-_OUTSTANDING = 4
+_OUTSTANDING = WRITE_OUTSTANDING
 
 
 class Store(wiring.Component):

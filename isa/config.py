@@ -27,11 +27,18 @@ from isa.opcodes import MemId
 
 __all__ = [
     "ACC_RAW_WINDOW",
+    "AXI_MAX_BEATS",
+    "AXI_PAGE_BYTES",
+    "FETCH_BUFFER_INSNS",
     "INSN_WIDTH",
     "MUL_ARG_BITS",
+    "READ_OUTSTANDING",
     "TOKEN_COUNTER_BITS",
     "UOP_WIDTH",
+    "WRITE_OUTSTANDING",
     "AccelConfig",
+    "TimingConfig",
+    "fetch_buffer_beats",
 ]
 
 #: Every instruction is 128 bits wide (VTA_INS_WIDTH).
@@ -53,6 +60,17 @@ MUL_ARG_BITS = 8
 ACC_RAW_WINDOW = 2
 #: Width of each dependency-token counter; a push beyond its maximum is an error.
 TOKEN_COUNTER_BITS = 16
+#: AXI4 rules every memory burst follows: at most 256 beats (an 8-bit ARLEN/AWLEN), and never
+#: across a 4 KiB address boundary.
+AXI_MAX_BEATS = 256
+AXI_PAGE_BYTES = 4096
+#: Instructions the fetch module's beat buffer holds; fetch requests a read burst only when the
+#: buffer has room for all of its data, so this bounds its bursts.
+FETCH_BUFFER_INSNS = 4
+#: Read bursts in flight on the shared read port (the read arbiter's route FIFO), and write
+#: bursts the store module may have awaiting data or response.
+READ_OUTSTANDING = 4
+WRITE_OUTSTANDING = 4
 
 # VTA's pkg_config.py: targets other than these fall back to the PYNQ values, as VTA does.
 _VTA_TARGETS: dict[str, tuple[int, float]] = {
@@ -549,3 +567,93 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "clock_mhz": 200.0,
     },
 }
+
+
+def fetch_buffer_beats(cfg: AccelConfig, insns: int = FETCH_BUFFER_INSNS) -> int:
+    """Bus beats of a fetch buffer that holds ``insns`` instructions (at least two beats)."""
+    return max(2, insns * (INSN_WIDTH // 8) // cfg.bus_bytes)
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """The cycle-level model's timing parameters: the memory the accelerator talks to, and the
+    pipeline depths and initiation intervals of its modules.
+
+    The defaults reproduce the Amaranth RTL (``hw/``) with an ideal memory: a read burst's first
+    beat one cycle after its request, then one beat per cycle, every channel always ready
+    (``hw.MemoryTiming()``). Values that follow from an :class:`AccelConfig` (beats per element
+    from the bus width, the GEMM core's adder-tree depth from ``block_in``) are derived by the
+    model, never given here. Frozen and validated like :class:`AccelConfig`.
+    """
+
+    # --- memory
+    # Cycles from a read burst's acceptance to its first data beat; then one beat per cycle.
+    # Data returns in request order (one AXI ID), so a burst waits for those before it.
+    read_latency: int = 1
+    # Cycles from a write burst's last data beat to its response (AXI's B channel).
+    write_response_latency: int = 1
+    # Longest burst the port issues; bursts also never cross a 4 KiB page (AXI4).
+    max_burst_beats: int = AXI_MAX_BEATS
+    # Read bursts in flight on a read port: the read arbiter's route FIFO (hw/arbiter.py).
+    outstanding_reads: int = READ_OUTSTANDING
+    # Write bursts awaiting data or response: the store module's burst FIFO (hw/store.py).
+    outstanding_writes: int = WRITE_OUTSTANDING
+    # One read port that fetch, load and compute share through a round-robin arbiter
+    # (hw/top.py); False gives each of the three a port of its own (same latency and limits).
+    shared_read_port: bool = True
+    # --- fetch
+    # Instructions fetch's beat buffer holds; fetch asks for a burst only when the buffer has
+    # room for all of its beats (hw/fetch.py), so its bursts are at most this long.
+    fetch_buffer_insns: int = FETCH_BUFFER_INSNS
+    # --- compute: GEMM and ALU steps (hw/sequencer.py, hw/compute.py, hw/gemm.py)
+    # Cycles from an instruction's start to its first step: the loop sequencer takes the loop.
+    sequencer_latency: int = 1
+    # Registered stages before the GEMM core and the ALU: micro-op read, index addition,
+    # operand read (INP/WGT for GEMM, ACC for the ALU).
+    step_stages: int = 3
+    # The GEMM core's product register; its adder tree adds log2(block_in) registered levels.
+    # The pipeline drains through the core after every GEMM or ALU instruction, because the
+    # instruction completes only once no stage holds a step.
+    gemm_product_stages: int = 1
+    # Cycles between steps: GEMM one per cycle, the ALU with an immediate too; the ALU without
+    # one reads two accumulator rows through one read port, so one step every two cycles.
+    gemm_ii: int = 1
+    alu_ii_imm: int = 1
+    alu_ii_vector: int = 2
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "shared_read_port":
+                if not isinstance(value, bool):
+                    raise ConfigError(f.name, value, "must be true or false")
+                continue
+            low = 0 if f.name in ("step_stages", "gemm_product_stages") else 1
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 1 << 20:
+                raise ConfigError(f.name, value, f"must be an integer from {low} to {1 << 20}")
+        if self.max_burst_beats > AXI_MAX_BEATS:
+            raise ConfigError(
+                "max_burst_beats", self.max_burst_beats, f"AXI4 bursts are at most {AXI_MAX_BEATS}"
+            )
+
+    def replace(self, **changes: Any) -> TimingConfig:
+        """A validated copy with ``changes`` applied (unknown names raise ConfigError)."""
+        known = {f.name for f in dataclasses.fields(self)}
+        for key in changes:
+            if key not in known:
+                raise ConfigError(str(key), changes[key], "not a timing parameter")
+        return dataclasses.replace(self, **changes)
+
+    def fetch_burst_beats(self, cfg: AccelConfig) -> int:
+        """Beats of fetch's beat buffer, the longest burst fetch requests."""
+        return fetch_buffer_beats(cfg, self.fetch_buffer_insns)
+
+    def gemm_latency(self, cfg: AccelConfig) -> int:
+        """Cycles from operands entering the GEMM core to their dot products leaving it."""
+        return self.gemm_product_stages + _log2(cfg.block_in)
+
+    def step_ii(self, gemm: bool, use_imm: bool) -> int:
+        """Cycles between the steps of a GEMM (``gemm``) or of an ALU instruction."""
+        if gemm:
+            return self.gemm_ii
+        return self.alu_ii_imm if use_imm else self.alu_ii_vector

@@ -19,13 +19,14 @@ import numpy as np
 from isa import (
     AccelConfig,
     Program,
+    TimingConfig,
     VtaforgeError,
     assemble,
     disassemble,
     encode_uop,
     instruction_set,
 )
-from simulator import FunctionalSimulator
+from simulator import CycleSimulator, FunctionalSimulator, write_chrome_trace
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -159,6 +160,9 @@ def _read_text(path: Path) -> str:
 # ---------------------------------------------------------------------- demo
 def _configure_demo(parser: argparse.ArgumentParser) -> None:
     _config_arg(parser)
+    parser.add_argument(
+        "--out", type=Path, default=Path("out"), metavar="DIR", help="trace and plots (out/)"
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -201,7 +205,54 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"({counters.gemm_counter} GEMM and {counters.alu_counter} ALU steps, "
         f"{counters.out_store_nbytes} bytes stored)"
     )
-    return 0 if same_text and same_binary and matches else 1
+    from runtime.conv_demo import conv_demo
+
+    conv_ok = conv_demo(cfg, args.out)
+    return 0 if same_text and same_binary and matches and conv_ok else 1
+
+
+# ---------------------------------------------------------------------- sim
+def _configure_sim(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", type=Path, metavar="PROGRAM.bin")
+    _config_arg(parser, default=None)
+    parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
+    parser.add_argument(
+        "--read-latency",
+        type=int,
+        default=TimingConfig().read_latency,
+        metavar="CYCLES",
+        help="cycles from a read burst's request to its first beat (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--stepped", action="store_true", help="the slow cycle-by-cycle scheduler (same counts)"
+    )
+    parser.epilog = (
+        "Runs the program from zeroed DRAM (plus its segments) on the cycle-level simulator "
+        "and prints its stats. Without --config the program's own configuration is used."
+    )
+
+
+def _run_sim(args: argparse.Namespace) -> int:
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = Program.load(args.program, config=config)
+    cfg = program.config
+    timing = TimingConfig(read_latency=args.read_latency)
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
+    stats = CycleSimulator(cfg, timing, stepped=args.stepped).run(program, dram)
+    print(f"{args.program}: {cfg.fingerprint}, read latency {timing.read_latency}")
+    print(stats.table())
+    if args.trace:
+        write_chrome_trace(stats, args.trace, name=args.program.name)
+        print(f"wrote {args.trace}")
+    if args.plots:
+        from simulator.plots import roofline_png, timeline_png
+
+        args.plots.mkdir(parents=True, exist_ok=True)
+        timeline_png(stats, args.plots / "timeline.png", title=args.program.name)
+        roofline_png([(args.program.name, stats)], args.plots / "roofline.png")
+        print(f"wrote {args.plots / 'timeline.png'} and {args.plots / 'roofline.png'}")
+    return 0
 
 
 # ---------------------------------------------------------------------- hw
@@ -248,6 +299,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("disasm", "disassemble a binary program", _configure_disasm, _run_disasm),
     Command("demo", "run the demo (what `make demo` runs)", _configure_demo, _run_demo),
     Command("hw", "export or estimate the accelerator hardware", _configure_hw, _run_hw),
+    Command("sim", "time a program on the cycle-level simulator", _configure_sim, _run_sim),
 )
 
 

@@ -1,7 +1,9 @@
 """Simulators of the accelerator: the bit-exact functional simulator (the executable
-definition of the ISA) and the cycle-level timing model that consumes its events."""
+definition of the ISA) and the cycle-level simulator, a model of the RTL's microarchitecture
+that times the functional simulator's events, with its stats, Chrome-trace timelines and plots
+(:mod:`simulator.plots`, which needs matplotlib, is imported on its own)."""
 
-from simulator.errors import Blocked, DeadlockError, RaceError, SimulationError
+from simulator.errors import Blocked, DeadlockError, RaceError, ReportError, SimulationError
 from simulator.events import (
     AluEvent,
     Counters,
@@ -13,19 +15,31 @@ from simulator.events import (
     StoreEvent,
 )
 from simulator.functional import FunctionalSimulator
+from simulator.stats import BurstTiming, CycleStats, InstructionTiming, UnitActivity
+from simulator.timing import CycleSimulator, time_run
+from simulator.trace import chrome_trace, write_chrome_trace
 
 __all__ = [
     "AluEvent",
     "Blocked",
+    "BurstTiming",
     "Counters",
+    "CycleSimulator",
+    "CycleStats",
     "DeadlockError",
     "Event",
     "FinishEvent",
     "FunctionalSimulator",
     "GemmEvent",
+    "InstructionTiming",
     "LoadEvent",
     "RaceError",
+    "ReportError",
     "RunResult",
     "SimulationError",
     "StoreEvent",
+    "UnitActivity",
+    "chrome_trace",
+    "time_run",
+    "write_chrome_trace",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from isa import Instruction, VtaforgeError, format_insn
 
-__all__ = ["Blocked", "DeadlockError", "RaceError", "SimulationError", "describe"]
+__all__ = ["Blocked", "DeadlockError", "RaceError", "ReportError", "SimulationError", "describe"]
 
 
 def describe(index: int, insn: Instruction) -> str:
@@ -98,3 +98,7 @@ def _span(values: Sequence[int]) -> str:
         return f"{values[0]}..{values[-1]} ({len(values)})"
     sample = ", ".join(map(str, values[:6]))
     return f"{sample}{', ...' if len(values) > 6 else ''} ({len(values)})"
+
+
+class ReportError(VtaforgeError):
+    """A report of timed runs (a trace, a plot) was asked for something it cannot show."""

@@ -13,10 +13,9 @@ import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["INSN_PAGE_BYTES", "Batch", "RtlJob", "RtlOutcome", "load", "save"]
+from isa import AXI_PAGE_BYTES
 
-#: The instruction stream starts on a page boundary above DRAM.
-INSN_PAGE_BYTES = 4096
+__all__ = ["Batch", "RtlJob", "RtlOutcome", "load", "save"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,8 @@ class RtlJob:
     @classmethod
     def layout(cls, dram: bytes, instructions: bytes, insn_count: int) -> RtlJob:
         """The job for DRAM contents ``dram`` and the encoded instruction stream."""
-        insn_addr = -(-len(dram) // INSN_PAGE_BYTES) * INSN_PAGE_BYTES
-        end = -(-(insn_addr + len(instructions)) // INSN_PAGE_BYTES) * INSN_PAGE_BYTES
+        insn_addr = -(-len(dram) // AXI_PAGE_BYTES) * AXI_PAGE_BYTES
+        end = -(-(insn_addr + len(instructions)) // AXI_PAGE_BYTES) * AXI_PAGE_BYTES
         image = bytearray(end)
         image[: len(dram)] = dram
         image[insn_addr : insn_addr + len(instructions)] = instructions

@@ -14,8 +14,9 @@ from enum import Enum
 
 import numpy as np
 
-from isa import AccelConfig, AluOp, DramBuffer, Kernel, Loop, MemId, Program, ProgramBuilder, Uop
+from isa import AccelConfig, AluOp, DramBuffer, MemId, Program, ProgramBuilder
 from isa import Stage as S
+from runtime.kernels import row_kernel
 
 __all__ = [
     "Built",
@@ -105,11 +106,6 @@ def as_bytes(values: np.ndarray, width: int) -> bytes:
     """Values as little-endian ``width``-bit integers (after checking they fit)."""
     assert np.array_equal(wrap_np(values, width), values), "value does not fit its width"
     return values.astype(f"<i{width // 8}").tobytes()
-
-
-def row_kernel(dst: int, src: int, rows: int) -> Kernel:
-    """One micro-op walked over ``rows`` consecutive accumulator rows (dst and src alike)."""
-    return Kernel((Uop(dst_idx=dst, src_idx=src),), (Loop(rows, dst_factor=1, src_factor=1),))
 
 
 def store_acc_planes(

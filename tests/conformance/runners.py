@@ -6,7 +6,8 @@ byte: ``amaranth`` is the accelerator in Amaranth's own simulator (tiny only, un
 random latency and back-pressure); ``verilator`` is the Verilated AXI top level driven by cocotb
 (``runtime``'s ``rtl`` device), on the tiny and default configurations. A ``batched`` runner
 gets all of a preset's cases in one call (the Verilator runner: one simulator process). The
-cycle-level simulator joins as one more entry.
+cycle-level simulator takes every case, and its whole DRAM must equal the functional
+simulator's too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from hw.sim import MemoryTiming, simulate
 from isa import AccelConfig
 from runtime.devices import Device, Job, open_device
-from simulator import FunctionalSimulator
+from simulator import CycleSimulator, FunctionalSimulator
 from tests.conformance.common import Size
 
 __all__ = ["RTL_CACHE", "RUNNERS", "Runner", "rtl_device"]
@@ -50,6 +51,11 @@ def _functional(jobs: Sequence[Job]) -> None:
         FunctionalSimulator(program.config).run(program, dram)
 
 
+def _cycle(jobs: Sequence[Job]) -> None:
+    for program, dram in jobs:
+        CycleSimulator(program.config).run(program, dram)
+
+
 def _amaranth(jobs: Sequence[Job]) -> None:
     """Amaranth's simulator under a memory with random latency and back-pressure."""
     for program, dram in jobs:
@@ -63,6 +69,7 @@ def _verilator(jobs: Sequence[Job]) -> None:
 
 RUNNERS: tuple[Runner, ...] = (
     Runner("functional", _functional),
+    Runner("cycle", _cycle, whole_dram=True),
     Runner("amaranth", _amaranth, sizes=(Size.SMALL,), presets=("tiny",), whole_dram=True),
     Runner(
         "verilator",

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw.axi import AXI_BURST_INCR, AXI_CACHE, AXI_PROT, AXI_RESP_OKAY, AXI_RESP_SLVERR
-from isa import AccelConfig, Register
+from isa import AXI_PAGE_BYTES, AccelConfig, Register
 
-_PAGE = 4096
 _LIMIT = 200  # cycles one register access may take before the test fails
 
 
@@ -120,7 +119,7 @@ class AxiMemory:
     bursts: list[tuple[str, int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.insn_addr = -(-len(self.dram) // _PAGE) * _PAGE
+        self.insn_addr = -(-len(self.dram) // AXI_PAGE_BYTES) * AXI_PAGE_BYTES
         self.strobed = np.zeros(len(self.dram), dtype=np.int64)
 
     def _ready(self) -> bool:
@@ -150,7 +149,8 @@ class AxiMemory:
         assert (cache, prot) == (AXI_CACHE, AXI_PROT), f"{channel}: CACHE/PROT {cache}/{prot}"
         assert address % bus == 0, f"{channel}: unaligned address {address:#x}"
         last = address + beats * bus - 1
-        assert last // _PAGE == address // _PAGE, f"{channel}: {address:#x}+{beats} crosses 4 KiB"
+        page = AXI_PAGE_BYTES
+        assert last // page == address // page, f"{channel}: {address:#x}+{beats} crosses 4 KiB"
         self.bursts.append((channel, address, beats))
         return [address, beats]
 

@@ -130,3 +130,12 @@ def test_a_full_command_queue_stalls_fetch(waiting):
             simulate(TINY, program, dram, max_cycles=2000)
         assert info.value.status["fetch_busy"] == 1
         assert info.value.status["load_idle"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"read_latency": (3, 1)}, "read_latency"), ({"ready_probability": 0.0}, "ready_probability")],
+)
+def test_bad_memory_timing_is_a_typed_error(kwargs, match):
+    with pytest.raises(HwSimulationError, match=match):
+        MemoryTiming(**kwargs)

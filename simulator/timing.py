@@ -1,0 +1,172 @@
+"""The cycle-level simulator: when each instruction runs, on a model of the RTL's
+microarchitecture, for a program the functional simulator has executed.
+
+The model is made of the units of ``hw/``, each a small state machine that mirrors its RTL
+counterpart's registers and handshakes (:mod:`simulator.units`, :mod:`simulator.engines`,
+:mod:`simulator.ports`, :mod:`simulator.queues`): fetch with its beat buffer, three command
+queues, the load, compute and store modules with their engines, the token counters, the read
+port (arbiter and memory) and the write port. It never computes values: every size it needs
+comes from the functional simulator's events (DESIGN principle 4).
+
+Two schedulers run the same units. The *stepped* one ticks every unit every cycle, as the RTL
+runs. The *event-driven* one asks every unit how many cycles from now it will only make bulk
+progress (a GEMM's steps, a burst's beats streaming into a waiting writer, pad rows, waiting)
+and skips them all at once; the cycle counts, per-instruction cycles and activity counts are
+exactly those of the stepped scheduler (the tests compare them on every conformance program).
+
+Within a cycle every unit sees the state at the cycle's start: the read ports arbitrate and
+offer a beat, fetch unpacks and dispatches, each module takes, starts or retires an
+instruction and its engine runs; queue and token changes apply at the cycle's end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
+from simulator.errors import SimulationError
+from simulator.events import Event, RunResult, StoreEvent
+from simulator.functional import FunctionalSimulator
+from simulator.ports import NEVER
+from simulator.queues import BufferedFifo, TokenCounters
+from simulator.stats import BurstTiming, CycleStats
+from simulator.units import Fetch, Module, Timeline, build_ports, module_engines
+
+__all__ = ["CycleSimulator", "time_run"]
+
+#: How often the stepped scheduler checks that some unit can still make progress.
+_STALL_CHECK = 4096
+
+
+class CycleSimulator:
+    """Runs programs for ``cfg`` with the functional simulator and times them.
+
+    ``run(program, dram)`` has :class:`~simulator.FunctionalSimulator`'s call shape: it leaves
+    the same bytes in ``dram`` and returns the :class:`~simulator.stats.CycleStats`.
+    ``stepped=True`` uses the slow cycle-by-cycle scheduler (same results).
+    """
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        timing: TimingConfig | None = None,
+        *,
+        stepped: bool = False,
+        detect_races: bool = True,
+    ) -> None:
+        self.cfg = cfg
+        self.timing = timing if timing is not None else TimingConfig()
+        self.stepped = stepped
+        self.functional = FunctionalSimulator(cfg, detect_races=detect_races)
+
+    def run(self, program: Program | Sequence[Instruction | int], dram: np.ndarray) -> CycleStats:
+        """Execute ``program`` against ``dram`` (changed in place) and time it."""
+        result = self.functional.run(program, dram)
+        return time_run(self.cfg, result, self.timing, stepped=self.stepped)
+
+
+def time_run(
+    cfg: AccelConfig, result: RunResult, timing: TimingConfig | None = None, *, stepped=False
+) -> CycleStats:
+    """Time a functional run's events (the functional simulation itself is not repeated)."""
+    timing = timing if timing is not None else TimingConfig()
+    events = sorted(result.events, key=lambda e: e.index)
+    machine = _Machine(cfg, timing, events)
+    cycles = machine.run(stepped)
+    bursts = [
+        BurstTiming("read", port.clients[b.client].unit, b.beats, b.accepted, b.first, b.last)
+        for port in machine.ports
+        for b in port.completed
+    ]
+    bursts += [
+        BurstTiming("write", "store", b.beats, b.accepted, b.first, b.last)
+        for b in machine.store_engine.completed
+    ]
+    bursts.sort(key=lambda b: (b.first, b.port))
+    return CycleStats.collect(
+        cfg,
+        timing,
+        events,
+        result.counters,
+        cycles,
+        machine.timeline,
+        bursts,
+        read_beats=sum(port.beats for port in machine.ports),
+        write_beats=machine.store_engine.beats,
+    )
+
+
+class _Machine:
+    """The units of one run, wired as ``hw/top.py`` wires them."""
+
+    def __init__(self, cfg: AccelConfig, timing: TimingConfig, events: list[Event]) -> None:
+        self.timeline = Timeline(len(events))
+        self.queues = {stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage}
+        self.tokens = TokenCounters()
+        stages = [event.module for event in events]
+        self.fetch = Fetch(cfg, timing, stages, self.queues, self.timeline)
+        engines, readers = module_engines(cfg, timing)
+        self.modules = [
+            Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)
+            for stage in Stage
+        ]
+        self.store_engine = engines[Stage.STORE][StoreEvent]
+        self.ports = build_ports(timing, self.fetch, readers)
+        self.finisher = self.modules[Stage.COMPUTE - 1]
+        self.queue_list = list(self.queues.values())
+        # asked in order of how often each has an event this cycle
+        self.quiet_units = [*self.ports, *self.modules, self.fetch, *self.queue_list]
+
+    def run(self, stepped: bool) -> int:
+        """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
+        self.tick(0)  # the launch cycle: fetch starts
+        self.timeline.restart_activity()
+        t = 1
+        while self.finisher.finished_at is None:
+            if not stepped or t % _STALL_CHECK == 0:
+                quiet = self.quiet(t)
+                if quiet >= NEVER:
+                    raise SimulationError(
+                        f"the timing model stalled at cycle {t} with no unit able to move "
+                        f"(a model error: the functional simulator ran this program)"
+                    )
+                if quiet and not stepped:
+                    self.skip(t, quiet)
+                    t += quiet
+                    continue
+            self.tick(t)
+            t += 1
+        return self.finisher.finished_at
+
+    def tick(self, t: int) -> None:
+        for port in self.ports:
+            port.arbitrate(t)
+        for port in self.ports:
+            port.deliver(t)
+        self.fetch.tick(t)
+        for module in self.modules:
+            module.tick(t)
+        self.tokens.end_cycle()
+        for queue in self.queue_list:
+            queue.end_cycle()
+
+    def quiet(self, t: int) -> int:
+        """The cycles every unit can skip from ``t`` (0 as soon as one of them cannot)."""
+        quiet = NEVER
+        for unit in self.quiet_units:
+            q = unit.quiet(t)
+            if q < quiet:
+                if q == 0:
+                    return 0
+                quiet = q
+        return quiet
+
+    def skip(self, t: int, cycles: int) -> None:
+        streams = [port for port in self.ports if port.streaming(t)]
+        self.fetch.skip(t, cycles)
+        for module in self.modules:
+            module.skip(t, cycles)
+        for port in streams:  # last: the units above account the cycles from their state at t
+            port.stream(t, cycles)
