@@ -6,8 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,cpu,hw,plots
-APT_PACKAGES := yosys
+EXTRAS := dev,cpu,hw,plots,rtl
+APT_PACKAGES := yosys g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test lint unit bench clean

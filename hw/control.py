@@ -14,12 +14,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.layouts import byte_addr_bits
-from isa import AccelConfig
+from isa import REGISTER_BITS, AccelConfig
 
 __all__ = ["REGISTER_BITS", "ControlSignature"]
-
-#: Width of the count and cycle registers (VTA's 32-bit control registers).
-REGISTER_BITS = 32
 
 
 class ControlSignature(wiring.Signature):

@@ -1,27 +1,67 @@
-"""Verilog export of ``Accelerator(cfg)`` (through Amaranth's RTLIL backend and yosys)."""
+"""Verilog export (through Amaranth's RTLIL backend and yosys) of ``Accelerator(cfg)``, or with
+``axi=True`` of :class:`~hw.axi_top.AxiAccelerator`, the system-bus top level.
+
+The AXI top's ports carry the standard names that tools attach to by prefix (Vivado's interface
+inference, cocotbext-axi's ``from_prefix``): ``aclk``, ``aresetn`` (active low, synchronous),
+``m_axi_<signal>`` (the AXI4 master), ``s_axi_<signal>`` (the AXI4-Lite control slave) and
+``irq``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from amaranth.back import verilog
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal, ValueCastable
 
+from hw.axi_top import AxiAccelerator
 from hw.top import Accelerator
 from isa import AccelConfig
 
-__all__ = ["TOP_NAME", "verilog_text", "write_verilog"]
+__all__ = ["AXI_TOP_NAME", "TOP_NAME", "verilog_text", "write_verilog"]
 
-#: The Verilog module name of the top level.
+#: The Verilog module name of the accelerator's own top level.
 TOP_NAME = "vtaforge_accelerator"
+#: The Verilog module name of the AXI top level.
+AXI_TOP_NAME = "vtaforge_axi"
 
 
-def verilog_text(cfg: AccelConfig) -> str:
-    """The Verilog source of the accelerator for ``cfg``; the top module is :data:`TOP_NAME`."""
-    return verilog.convert(Accelerator(cfg), name=TOP_NAME, emit_src=False)
+def verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
+    """The Verilog source for ``cfg``: the accelerator (module :data:`TOP_NAME`), or with
+    ``axi`` the AXI top level (module :data:`AXI_TOP_NAME`)."""
+    if not axi:
+        return verilog.convert(Accelerator(cfg), name=TOP_NAME, emit_src=False)
+    top = _AxiClocked(AxiAccelerator(cfg))
+    return verilog.convert(top, name=AXI_TOP_NAME, ports=top.ports(), emit_src=False)
 
 
-def write_verilog(cfg: AccelConfig, path: str | Path) -> int:
-    """Write the Verilog of ``cfg`` to ``path``; return its size in bytes."""
-    text = verilog_text(cfg)
+def write_verilog(cfg: AccelConfig, path: str | Path, *, axi: bool = False) -> int:
+    """Write the Verilog of ``cfg`` (see :func:`verilog_text`) to ``path``; return its size in
+    bytes."""
+    text = verilog_text(cfg, axi=axi)
     Path(path).write_text(text)
     return len(text.encode())
+
+
+class _AxiClocked(Elaboratable):
+    """The AXI top level clocked by ``aclk`` and reset by ``aresetn``, its interface signals as
+    ports named ``<interface>_<signal>``."""
+
+    def __init__(self, inner: AxiAccelerator):
+        self.inner = inner
+        self.aclk = Signal()
+        self.aresetn = Signal()
+
+    def ports(self) -> dict[str, tuple[Signal, None]]:
+        ports = {"aclk": (self.aclk, None), "aresetn": (self.aresetn, None)}
+        for path, _, value in self.inner.signature.flatten(self.inner):
+            signal = value.as_value() if isinstance(value, ValueCastable) else value
+            ports["_".join(map(str, path))] = (signal, None)
+        return ports
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.domains.sync = sync = ClockDomain("sync")
+        m.d.comb += [sync.clk.eq(self.aclk), sync.rst.eq(~self.aresetn)]
+        m.submodules.top = self.inner
+        return m

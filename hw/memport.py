@@ -12,7 +12,7 @@ channel  direction  payload
 =======  =========  ============================================================
 
 Read data returns in request order (one AXI ID). Bursts never cross a 4 KiB boundary and are at
-most 256 beats (AXI4 rules), so a later issue can put the port behind an AXI4 master with wiring
+most 256 beats (AXI4 rules), so :class:`hw.axi.AxiMaster` puts the port on AXI4 with wiring
 only. :func:`beat_span` is the address arithmetic every client shares.
 """
 

@@ -2,7 +2,10 @@
 graph executor, measurement and the ``vtaforge`` command line.
 
 ``runtime`` imports ``isa``, ``simulator`` and (lazily, per device) ``hw``; never ``compiler``, so a
-board needs only ``isa`` and ``runtime``.
+board needs only ``isa`` and ``runtime``. ``open_device(kind, cfg)`` runs a program on any level
+(:mod:`runtime.devices`).
 """
 
-__all__: list[str] = []
+from runtime.devices import Device, DeviceError, DeviceKind, RunStats, open_device
+
+__all__ = ["Device", "DeviceError", "DeviceKind", "RunStats", "open_device"]

@@ -261,6 +261,12 @@ def _configure_hw(parser: argparse.ArgumentParser) -> None:
     export = sub.add_parser("verilog", help="write the accelerator's Verilog")
     _config_arg(export)
     export.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.v")
+    export.add_argument(
+        "--axi",
+        action="store_true",
+        help="the AXI top level (ports aclk, aresetn, m_axi_*, s_axi_*, irq) for a board or "
+        "an RTL testbench",
+    )
     estimate = sub.add_parser("estimate", help="synthesize with yosys and count FPGA resources")
     _config_arg(estimate)
     estimate.add_argument("--part", default="xc7z020", help="FPGA part (default: xc7z020)")
@@ -269,10 +275,11 @@ def _configure_hw(parser: argparse.ArgumentParser) -> None:
 def _run_hw(args: argparse.Namespace) -> int:
     cfg = AccelConfig.resolve(args.config)
     if args.action == "verilog":
-        from hw.export import TOP_NAME, write_verilog
+        from hw.export import AXI_TOP_NAME, TOP_NAME, write_verilog
 
-        size = write_verilog(cfg, args.output)
-        print(f"{args.output}: module {TOP_NAME} for {cfg.fingerprint} ({size:,} bytes)")
+        size = write_verilog(cfg, args.output, axi=args.axi)
+        top = AXI_TOP_NAME if args.axi else TOP_NAME
+        print(f"{args.output}: module {top} for {cfg.fingerprint} ({size:,} bytes)")
         return 0
     from hw.resources import estimate
 

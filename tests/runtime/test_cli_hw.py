@@ -13,6 +13,16 @@ def test_hw_verilog_writes_the_top_module(capsys, tmp_path):
     assert "module vtaforge_accelerator(" in path.read_text()
 
 
+def test_hw_verilog_axi_writes_the_axi_top_with_prefixed_ports(capsys, tmp_path):
+    path = tmp_path / "tiny_axi.v"
+    assert main(["hw", "verilog", "--config", "tiny", "--axi", "-o", str(path)]) == 0
+    assert "module vtaforge_axi for 1x4_i8w8a32_12_10_12_12_q16" in capsys.readouterr().out
+    text = path.read_text()
+    for port in ("input aclk;", "input aresetn;", "output irq;", "output [63:0] m_axi_wdata;"):
+        assert port in text
+    assert "input [11:0] s_axi_awaddr;" in text
+
+
 def test_hw_estimate_unknown_part_is_one_line(capsys):
     assert main(["hw", "estimate", "--config", "tiny", "--part", "xc9"]) == 1
     err = capsys.readouterr().err

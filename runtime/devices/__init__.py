@@ -1,0 +1,54 @@
+"""Devices: one API to run an ``isa.Program`` on every level of vtaforge.
+
+``open_device(kind, cfg)`` returns a :class:`Device` whose ``run(program, dram)`` leaves the
+program's results in ``dram`` and returns :class:`RunStats` (cycles and counters, where the level
+has them), and whose ``run_many`` runs a batch. Kinds (:class:`DeviceKind`): ``"fsim"``, the
+functional simulator; ``"rtl"``, the Verilated RTL behind AXI (needs the ``rtl`` extra and a
+C++ compiler; its first opening per configuration builds the model, about a minute).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from isa import AccelConfig
+from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats
+from runtime.devices.fsim import FunctionalDevice
+from runtime.devices.rtl import RtlDevice, RtlRunError
+
+__all__ = [
+    "DEVICES",
+    "Device",
+    "DeviceError",
+    "DeviceKind",
+    "FunctionalDevice",
+    "Job",
+    "RtlDevice",
+    "RtlRunError",
+    "RunStats",
+    "open_device",
+]
+
+#: The device class of each kind; each takes ``cfg`` and the keyword options it documents.
+DEVICES: dict[DeviceKind, Callable[..., Device]] = {
+    DeviceKind.FSIM: FunctionalDevice,
+    DeviceKind.RTL: RtlDevice,
+}
+
+
+def open_device(kind: DeviceKind | str, cfg: AccelConfig, **options) -> Device:
+    """A device of ``kind`` for ``cfg``; ``options`` go to its class (e.g. the RTL device's
+    ``ready_probability``). Raises DeviceError for an unknown kind or option."""
+    try:
+        factory = DEVICES[DeviceKind(kind)]
+    except ValueError:
+        known = ", ".join(k.value for k in DEVICES)
+        raise DeviceError(f"unknown device kind {kind!r}; choose one of {known}") from None
+    if not isinstance(cfg, AccelConfig):
+        raise DeviceError(f"cfg must be an isa.AccelConfig, not {type(cfg).__name__}")
+    try:
+        inspect.signature(factory).bind(cfg, **options)
+    except TypeError as err:
+        raise DeviceError(f"device {DeviceKind(kind).value}: {err}") from None
+    return factory(cfg, **options)

@@ -1,0 +1,93 @@
+"""What every device is: ``run(program, dram)`` leaves the program's results in ``dram`` and
+returns :class:`RunStats`; ``run_many`` runs several programs, each on its own DRAM.
+
+A device runs an :class:`isa.Program` the way the functional simulator defines it
+(``isa/SEMANTICS.md``): the program's micro-op table and data segments are written into
+``dram`` (a 1-D ``numpy.uint8`` array indexed by byte address), the program runs to FINISH, and
+``dram`` then holds what it stored. Levels differ in what they measure, not in the bytes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+from isa import AccelConfig, Program, VtaforgeError
+from simulator import Counters
+
+__all__ = ["Device", "DeviceError", "DeviceKind", "Job", "RunStats", "check_dram"]
+
+
+class DeviceKind(StrEnum):
+    """The levels a program runs on (``runtime.open_device`` takes one, or its value)."""
+
+    FSIM = "fsim"  # the functional simulator: bit-exact, no time
+    RTL = "rtl"  # the Verilated RTL behind AXI, driven by cocotb
+
+
+class DeviceError(VtaforgeError):
+    """A device cannot be opened or cannot run a program."""
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What one run measured; a field is None where the level does not model it.
+
+    ``cycles``: accelerator clock cycles from the launch to FINISH; ``counters``: VTA's profiler
+    counters; ``read_beats``/``write_beats``: data beats on the memory bus; ``wall_seconds``:
+    host time of the run itself (a simulator process's start-up excluded).
+    """
+
+    kind: DeviceKind
+    wall_seconds: float
+    cycles: int | None = None
+    counters: Counters | None = None
+    read_beats: int | None = None
+    write_beats: int | None = None
+
+    @property
+    def cycles_per_second(self) -> float | None:
+        """Simulated cycles per host second, where the level has cycles."""
+        if self.cycles is None or not self.wall_seconds:
+            return None
+        return self.cycles / self.wall_seconds
+
+
+#: One program and the DRAM it runs against (changed in place).
+Job = tuple[Program, np.ndarray]
+
+
+class Device(ABC):
+    """A level that runs programs for one configuration, ``cfg``."""
+
+    kind: DeviceKind
+
+    def __init__(self, cfg: AccelConfig) -> None:
+        self.cfg = cfg
+
+    @abstractmethod
+    def run(self, program: Program, dram: np.ndarray) -> RunStats:
+        """Run ``program`` against ``dram`` (changed in place); see the module docstring."""
+
+    def run_many(self, jobs: Sequence[Job]) -> list[RunStats]:
+        """Run each program against its own DRAM, in order; one stats record per job."""
+        return [self.run(program, dram) for program, dram in jobs]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.kind.value} {self.cfg.fingerprint}>"
+
+
+def check_dram(dram: object) -> None:
+    """Raise DeviceError unless ``dram`` is a 1-D numpy array of uint8."""
+    if not (isinstance(dram, np.ndarray) and dram.dtype == np.uint8 and dram.ndim == 1):
+        raise DeviceError(f"dram must be a 1-D numpy array of uint8, not {_describe(dram)}")
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {value.dtype} with shape {value.shape}"
+    return type(value).__name__

@@ -1,0 +1,161 @@
+"""The ``rtl`` device: programs run on the Verilated RTL of ``AxiAccelerator(cfg)``.
+
+Opening the device builds (or finds in its cache, :mod:`runtime.devices.rtl_build`) the
+Verilator model. :meth:`RtlDevice.run_many` starts one simulator process for a whole batch of
+programs (cocotb's start-up costs about a second, the programs themselves far less), where the
+testbench :mod:`runtime.devices.rtl_bench` drives each through the AXI4-Lite registers and
+serves its memory from a cocotbext-axi ``AxiRam``. Cycles come from the hardware's ``CYCLES``
+register, bus traffic from its beat counters.
+
+Amaranth, Verilator and cocotb are imported only when a device is opened or run, so ``runtime``
+imports on a machine without them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from isa import AccelConfig, FinishInsn, Program, VtaforgeError, check_config, config_id
+from runtime.devices import rtl_jobs
+from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats, check_dram
+from runtime.devices.rtl_build import build_model, default_cache_dir, verilator_runner
+
+__all__ = ["RtlDevice", "RtlRunError"]
+
+_BENCH = "runtime.devices.rtl_bench"
+
+
+class RtlRunError(DeviceError):
+    """Programs of a batch failed on the RTL: ``failures`` maps each job's index to what went
+    wrong (with the control registers read then); ``stats`` has the other jobs' stats (their
+    DRAM holds their results) and None for the failed ones."""
+
+    def __init__(self, failures: dict[int, str], stats: list[RunStats | None]) -> None:
+        self.failures = failures
+        self.stats = stats
+        first, reason = next(iter(failures.items()))
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        super().__init__(f"program {first} of the batch failed on the RTL{more}: {reason}")
+
+
+class RtlDevice(Device):
+    """The Verilated RTL of ``cfg``; its memory answers every AXI channel with
+    ``ready_probability`` per cycle (1.0: an ideal memory) from a ``seed``ed generator, and a
+    program that has not finished after ``max_cycles`` fails. ``cache_dir`` holds the builds
+    (:func:`~runtime.devices.rtl_build.default_cache_dir` when None)."""
+
+    kind = DeviceKind.RTL
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        *,
+        cache_dir: Path | None = None,
+        ready_probability: float = 1.0,
+        seed: int = 0,
+        max_cycles: int = 20_000_000,
+    ) -> None:
+        if not 0.0 < ready_probability <= 1.0:
+            raise DeviceError(f"ready_probability {ready_probability} must be in (0, 1]")
+        if max_cycles < 1:
+            raise DeviceError(f"max_cycles {max_cycles} must be at least 1")
+        super().__init__(cfg)
+        self.ready_probability = ready_probability
+        self.seed = seed
+        self.max_cycles = max_cycles
+        self.build_dir = build_model(cfg, cache_dir or default_cache_dir())
+
+    def run(self, program: Program, dram: np.ndarray) -> RunStats:
+        """Run one program (a simulator process of its own: prefer :meth:`run_many`)."""
+        return self.run_many([(program, dram)])[0]
+
+    def run_many(self, jobs: Sequence[Job]) -> list[RunStats]:
+        """Run every job in one simulator process; raises RtlRunError after the batch if any
+        failed (the others' DRAM holds their results)."""
+        batch = rtl_jobs.Batch(
+            jobs=tuple(self._job(index, *job) for index, job in enumerate(jobs)),
+            config_id=config_id(self.cfg),
+            max_cycles=self.max_cycles,
+            ready_probability=self.ready_probability,
+            seed=self.seed,
+        )
+        if not batch.jobs:
+            return []
+        stats: list[RunStats | None] = []
+        failures: dict[int, str] = {}
+        for index, ((_, dram), outcome) in enumerate(zip(jobs, self._simulate(batch), strict=True)):
+            if outcome.error is not None:
+                registers = ", ".join(f"{k}={v:#x}" for k, v in outcome.registers.items())
+                failures[index] = outcome.error + (f" [{registers}]" if registers else "")
+                stats.append(None)
+                continue
+            dram[: len(outcome.dram)] = np.frombuffer(outcome.dram, dtype=np.uint8)
+            stats.append(
+                RunStats(
+                    self.kind,
+                    outcome.wall_seconds,
+                    cycles=outcome.cycles,
+                    read_beats=outcome.read_beats,
+                    write_beats=outcome.write_beats,
+                )
+            )
+        if failures:
+            raise RtlRunError(failures, stats)
+        return [stat for stat in stats if stat is not None]  # all of them, without a failure
+
+    def _job(self, index: int, program: Program, dram: np.ndarray) -> rtl_jobs.RtlJob:
+        """The memory image of one job, after the checks a driver makes before launching."""
+        try:
+            check_dram(dram)
+            if not isinstance(program, Program):
+                raise DeviceError(f"expected an isa.Program, not {type(program).__name__}")
+            check_config(program.config, self.cfg)
+            if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
+                raise DeviceError("the program must end with FINISH, or it never raises done")
+            program.write_to(dram)
+        except VtaforgeError as err:
+            raise DeviceError(f"job {index}: {err}") from err
+        return rtl_jobs.RtlJob.layout(
+            dram.tobytes(), program.instruction_bytes(), len(program.instructions)
+        )
+
+    def _simulate(self, batch: rtl_jobs.Batch) -> list[rtl_jobs.RtlOutcome]:
+        """One simulator process for ``batch``: the outcome of each job."""
+        from hw.export import AXI_TOP_NAME
+
+        with tempfile.TemporaryDirectory(prefix="vtaforge-rtl-") as folder:
+            folder = Path(folder)
+            batch_path, outcomes_path = folder / "batch.pickle", folder / "outcomes.pickle"
+            log = folder / "simulation.log"
+            rtl_jobs.save(batch, batch_path)
+            try:
+                verilator_runner().test(
+                    test_module=_BENCH,
+                    hdl_toplevel=AXI_TOP_NAME,
+                    hdl_toplevel_lang="verilog",
+                    build_dir=self.build_dir,
+                    test_dir=folder,
+                    results_xml=str(folder / "results.xml"),
+                    log_file=log,
+                    plusargs=[
+                        f"+vtaforge_batch={batch_path}",
+                        f"+vtaforge_outcomes={outcomes_path}",
+                    ],
+                )
+            except (SystemExit, RuntimeError) as err:
+                raise DeviceError(f"the simulator failed ({err}):\n{_tail(log)}") from None
+            if not outcomes_path.exists():
+                raise DeviceError(f"the simulator left no outcomes:\n{_tail(log)}")
+            outcomes = rtl_jobs.load(outcomes_path)
+        return outcomes
+
+
+def _tail(log: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no simulator log)"

