@@ -1,14 +1,14 @@
 """The same programs on every level behind ``runtime.open_device``: the Verilated RTL (``rtl``)
-beside the functional simulator (``fsim``), on the tiny and default configurations.
+beside the cycle-level simulator (``sim``, under the RTL memory's timing) and the functional
+simulator (``fsim``), on the tiny and default configurations.
 
 Programs: the conformance suite's small cases, a few random programs, and (default only) the
 ResNet-18 C2 conv layer (56x56, 64 -> 64 channels, 3x3). Per program it prints the RTL's cycle
-count and bus beats (the calibration data of the cycle-level model), each level's wall time,
-simulated cycles per second (the RTL's cycles over each level's wall time) and the ratio of
-wall times, and checks that every level left the same DRAM. The RTL runs a configuration's
-programs in one simulator process; its start-up and the model's build (or cache lookup) are
-reported apart. A level is one entry of ``LEVELS``: the cycle-level simulator joins as
-``"sim"``.
+count and bus beats, the cycle-level model's count and its error against the RTL (the
+calibration table), each level's wall time, simulated cycles per second (the RTL's cycles over
+each level's wall time) and the ratios of wall times, and checks that every level left the same
+DRAM. The RTL runs a configuration's programs in one simulator process; its start-up and the
+model's build (or cache lookup) are reported apart. A level is one entry of ``LEVELS``.
 
 Run: ``python benchmarks/rtl_vs_sim.py [--fresh-build]`` (``--fresh-build`` builds the
 Verilator models in a temporary folder, to time the builds).
@@ -27,6 +27,7 @@ from _harness import ROOT, report
 
 from isa import AccelConfig, Program
 from runtime import DeviceKind, open_device
+from runtime.devices import AXI_RAM_TIMING
 from runtime.kernels import RESNET18_C2
 from tests.conformance.cases import CASES
 from tests.conformance.common import Size
@@ -36,7 +37,16 @@ from tests.conformance.random_programs import random_program
 PRESETS = ("tiny", "default")
 RANDOM_SEEDS = range(3)
 #: The levels compared, the first being the reference whose DRAM the others must match.
-LEVELS = (DeviceKind.FSIM, DeviceKind.RTL)
+LEVELS = (DeviceKind.FSIM, DeviceKind.SIM, DeviceKind.RTL)
+
+
+def _options(kind: DeviceKind, cache_dir: Path) -> dict:
+    """How each level is opened: the RTL from the build cache, the model under its memory."""
+    if kind is DeviceKind.RTL:
+        return {"cache_dir": cache_dir}
+    if kind is DeviceKind.SIM:
+        return {"timing": AXI_RAM_TIMING}
+    return {}
 
 
 def programs(cfg: AccelConfig, preset: str) -> list[tuple[str, Program, np.ndarray]]:
@@ -64,8 +74,7 @@ def measure(preset: str, cache_dir: Path) -> tuple[list[list], dict]:
     summary: dict[str, float] = {}
     for kind in LEVELS:
         started = time.perf_counter()
-        options = {"cache_dir": cache_dir} if kind is DeviceKind.RTL else {}
-        device = open_device(kind, cfg, **options)
+        device = open_device(kind, cfg, **_options(kind, cache_dir))
         summary[f"{kind.value} open s"] = time.perf_counter() - started
         jobs = [(program, initial.copy()) for _, program, initial in items]
         started = time.perf_counter()
@@ -77,6 +86,8 @@ def measure(preset: str, cache_dir: Path) -> tuple[list[list], dict]:
         summary[f"{kind.value} start-up s"] = batch - sum(walls[kind])
         if kind is DeviceKind.RTL:
             rtl = stats
+        if kind is DeviceKind.SIM:
+            model = [s.cycles for s in stats]
     cycles = [s.cycles for s in rtl]
     summary["rtl cycles"] = sum(cycles)
     rows = []
@@ -84,10 +95,12 @@ def measure(preset: str, cache_dir: Path) -> tuple[list[list], dict]:
         same = all(np.array_equal(drams[k][index], drams[LEVELS[0]][index]) for k in LEVELS)
         row = [preset, name, len(program.instructions), cycles[index]]
         row += [rtl[index].read_beats, rtl[index].write_beats]
+        row += [model[index], 100.0 * (model[index] - cycles[index]) / cycles[index]]
         for kind in LEVELS:
             row += [walls[kind][index], cycles[index] / walls[kind][index]]
-        ratio = walls[DeviceKind.RTL][index] / walls[DeviceKind.FSIM][index]
-        rows.append([*row, ratio, "ok" if same else "DIFF"])
+        rtl_wall = walls[DeviceKind.RTL][index]
+        ratios = [rtl_wall / walls[DeviceKind.SIM][index], rtl_wall / walls[DeviceKind.FSIM][index]]
+        rows.append([*row, *ratios, "ok" if same else "DIFF"])
     return rows, summary
 
 
@@ -102,9 +115,10 @@ def main() -> None:
             found, summaries[preset] = measure(preset, cache_dir)
             rows += found
     columns = ["config", "program", "insns", "rtl cycles", "rd beats", "wr beats"]
+    columns += ["sim cycles", "sim err %"]
     for kind in LEVELS:
         columns += [f"{kind.value} wall s", f"{kind.value} cycles/s"]
-    columns += ["rtl/fsim wall", "dram"]
+    columns += ["rtl/sim wall", "rtl/fsim wall", "dram"]
     report("rtl_vs_sim", columns, rows, levels=[k.value for k in LEVELS], summary=summaries)
     for preset, summary in summaries.items():
         cycles = summary["rtl cycles"]
@@ -114,7 +128,8 @@ def main() -> None:
             for kind in LEVELS
         )
         print(
-            f"{preset}: {cycles:,} RTL cycles; {speeds}; rtl/fsim "
+            f"{preset}: {cycles:,} RTL cycles; {speeds}; rtl/sim "
+            f"{summary['rtl wall s'] / summary['sim wall s']:.1f}x, rtl/fsim "
             f"{summary['rtl wall s'] / summary['fsim wall s']:.1f}x; rtl open "
             f"{summary['rtl open s']:.1f} s, simulator start-up {summary['rtl start-up s']:.1f} s"
         )

@@ -3,7 +3,9 @@
 ``open_device(kind, cfg)`` returns a :class:`Device` whose ``run(program, dram)`` leaves the
 program's results in ``dram`` and returns :class:`RunStats` (cycles and counters, where the level
 has them), and whose ``run_many`` runs a batch. Kinds (:class:`DeviceKind`): ``"fsim"``, the
-functional simulator; ``"rtl"``, the Verilated RTL behind AXI (needs the ``rtl`` extra and a
+functional simulator; ``"sim"``, the cycle-level simulator (``timing=`` an ``isa.TimingConfig``;
+``RtlDevice.memory_timing`` reproduces the RTL device's cycles); ``"rtl"``, the Verilated RTL
+behind AXI (needs the ``rtl`` extra and a
 C++ compiler; its first opening per configuration builds the model, about a minute).
 """
 
@@ -15,10 +17,13 @@ from collections.abc import Callable
 from isa import AccelConfig
 from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats
 from runtime.devices.fsim import FunctionalDevice
-from runtime.devices.rtl import RtlDevice, RtlRunError
+from runtime.devices.rtl import AXI_RAM_TIMING, RtlDevice, RtlRunError
+from runtime.devices.sim import CycleDevice
 
 __all__ = [
+    "AXI_RAM_TIMING",
     "DEVICES",
+    "CycleDevice",
     "Device",
     "DeviceError",
     "DeviceKind",
@@ -33,6 +38,7 @@ __all__ = [
 #: The device class of each kind; each takes ``cfg`` and the keyword options it documents.
 DEVICES: dict[DeviceKind, Callable[..., Device]] = {
     DeviceKind.FSIM: FunctionalDevice,
+    DeviceKind.SIM: CycleDevice,
     DeviceKind.RTL: RtlDevice,
 }
 

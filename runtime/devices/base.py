@@ -26,6 +26,7 @@ class DeviceKind(StrEnum):
     """The levels a program runs on (``runtime.open_device`` takes one, or its value)."""
 
     FSIM = "fsim"  # the functional simulator: bit-exact, no time
+    SIM = "sim"  # the cycle-level simulator: the functional simulator's bytes, the RTL's cycles
     RTL = "rtl"  # the Verilated RTL behind AXI, driven by cocotb
 
 

@@ -19,14 +19,29 @@ from pathlib import Path
 
 import numpy as np
 
-from isa import AccelConfig, FinishInsn, Program, VtaforgeError, check_config, config_id
+from isa import (
+    AccelConfig,
+    FinishInsn,
+    Program,
+    TimingConfig,
+    VtaforgeError,
+    check_config,
+    config_id,
+)
 from runtime.devices import rtl_jobs
 from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats, check_dram
 from runtime.devices.rtl_build import build_model, default_cache_dir, verilator_runner
 
-__all__ = ["RtlDevice", "RtlRunError"]
+__all__ = ["AXI_RAM_TIMING", "RtlDevice", "RtlRunError"]
 
 _BENCH = "runtime.devices.rtl_bench"
+
+#: The memory of the testbench, cocotbext-axi's ``AxiRam`` always ready, in the cycle-level
+#: model's terms: a read burst's first beat comes 2 cycles after its address is accepted, a
+#: write response 2 cycles after the last data beat. Measured by sweeping the model's memory
+#: parameters against the RTL's cycle counter; with it the model gives the RTL's cycle counts
+#: exactly (held by tests/runtime/test_calibration.py).
+AXI_RAM_TIMING = TimingConfig(read_latency=2, write_response_latency=2)
 
 
 class RtlRunError(DeviceError):
@@ -68,6 +83,12 @@ class RtlDevice(Device):
         self.seed = seed
         self.max_cycles = max_cycles
         self.build_dir = build_model(cfg, cache_dir or default_cache_dir())
+
+    @property
+    def memory_timing(self) -> TimingConfig | None:
+        """The timing under which the ``sim`` device reproduces this device's cycle counts, or
+        None when the memory stalls at random (the cycle-level model has no random stalls)."""
+        return AXI_RAM_TIMING if self.ready_probability == 1.0 else None
 
     def run(self, program: Program, dram: np.ndarray) -> RunStats:
         """Run one program (a simulator process of its own: prefer :meth:`run_many`)."""

@@ -1,4 +1,4 @@
-"""``runtime.open_device``: the fsim and rtl devices run the same programs to the same bytes,
+"""``runtime.open_device``: the fsim, sim and rtl devices run the same programs to the same bytes,
 report what their level measures, start every job afresh, and refuse or report bad input with
 typed errors (a wrong configuration, a program that hangs, an access outside DRAM)."""
 
@@ -22,11 +22,12 @@ from isa import (
     Opcode,
     ProgramBuilder,
     Stage,
+    TimingConfig,
     Uop,
 )
 from runtime import DeviceError, DeviceKind, open_device
 from runtime.devices import DEVICES, RtlRunError, rtl, rtl_build
-from simulator import FunctionalSimulator
+from simulator import CycleSimulator, FunctionalSimulator
 from tests.conformance.cases import CASES
 from tests.conformance.runners import rtl_device
 
@@ -69,7 +70,9 @@ def with_insn(program, opcode: Opcode, **fields):
 def test_open_device_knows_its_kinds_and_refuses_others():
     assert set(DEVICES) == set(DeviceKind)
     assert open_device("fsim", TINY).kind is DeviceKind.FSIM
-    with pytest.raises(DeviceError, match="unknown device kind 'gpu'; choose one of fsim, rtl"):
+    with pytest.raises(
+        DeviceError, match="unknown device kind 'gpu'; choose one of fsim, sim, rtl"
+    ):
         open_device("gpu", TINY)
     with pytest.raises(DeviceError, match="cfg must be an isa.AccelConfig"):
         open_device("fsim", "tiny")
@@ -90,6 +93,29 @@ def test_fsim_device_reports_the_simulators_counters():
     assert stats.cycles is None and stats.cycles_per_second is None
     with pytest.raises(DeviceError, match="dram must be a 1-D numpy array of uint8, not an array"):
         device.run(program, np.zeros(4, dtype=np.int32))
+
+
+def test_sim_device_gives_the_functional_bytes_and_the_cycle_models_stats():
+    program, out = scale_program(TINY)
+    timing = TimingConfig(read_latency=5)
+    device = open_device("sim", TINY, timing=timing)
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
+    stats = device.run(program, dram)
+    assert dram[out.address : out.end].view(np.int8).tolist() == [3 * i for i in range(32)]
+    expected = CycleSimulator(TINY, timing).run(program, np.zeros_like(dram))
+    assert (stats.cycles, stats.read_beats, stats.write_beats) == (
+        expected.cycles,
+        expected.read_beats,
+        expected.write_beats,
+    )
+    assert stats.counters == expected.counters
+    assert device.last_stats.cycles == stats.cycles
+    slower = open_device("sim", TINY, timing=TimingConfig(read_latency=20)).run(
+        program, np.zeros_like(dram)
+    )
+    assert slower.cycles > stats.cycles
+    with pytest.raises(DeviceError, match="device sim: .*unexpected keyword argument"):
+        open_device("sim", TINY, latency=3)
 
 
 # ---------------------------------------------------------------------- rtl
