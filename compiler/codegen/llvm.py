@@ -554,7 +554,7 @@ class _Emitter:
         op = e.op
         if e.dtype.is_float:
             if op is BinOp.MIN or op is BinOp.MAX:
-                name = "minnum" if op is BinOp.MIN else "maxnum"
+                name = "minimum" if op is BinOp.MIN else "maximum"
                 return b.call(self._intrinsic(name, a.type, 2), [a, c])
             emit = {BinOp.ADD: b.fadd, BinOp.SUB: b.fsub, BinOp.MUL: b.fmul, BinOp.DIV: b.fdiv}
             return emit[op](a, c, flags=_FAST)

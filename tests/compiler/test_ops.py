@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import CompileError, build, te
+from compiler import CompileError, build, create_schedule, te
 from compiler.ops import (
     CONV2D_NCHW,
     CONV2D_NCHWC,
@@ -177,6 +177,32 @@ def test_max_pool_on_int8_pads_with_the_minimum():
     x_np = -np.arange(9, dtype=np.int8).reshape(1, 1, 3, 3) - 100
     out = _run(s, [x, y], [x_np, np.zeros(y.shape, np.int8)])
     np.testing.assert_array_equal(out, reference.pool2d(x_np, 3, 1, 1, "max").astype(np.int8))
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_max_pool_with_padding_under_every_llvm_transform(vectorize):
+    """Regression (found by test_pool2d): LLVM 22's O3 loop vectorizer and unroller together
+    miscompiled the scalar schedule's ``llvm.maxnum`` reduction (outputs shifted by a column);
+    the backend emits ``llvm.maximum`` instead."""
+    x = te.placeholder((1, 1, 3, 16), name="x")
+    params = {"kernel": 3, "stride": 1, "padding": 1, "kind": "max"}
+    config = {"tile_ow": 16, "vectorize": vectorize, "parallel": False}
+    s, y = POOL2D(x, config=config, **params)
+    x_np = _random(np.random.default_rng(0), x.shape)
+    out = _run(s, [x, y], [x_np, np.zeros(y.shape, np.float32)])
+    np.testing.assert_array_equal(out, reference.pool2d(x_np, 3, 1, 1, "max"))
+
+
+@pytest.mark.parametrize(("op", "np_op"), [(te.maximum, np.maximum), (te.minimum, np.minimum)])
+def test_float_max_and_min_propagate_nan_like_numpy(op, np_op):
+    a, b = te.placeholder((8,), name="a"), te.placeholder((8,), name="b")
+    c = te.compute((8,), lambda i: op(a[i], b[i]), name="c")
+    a_np = np.array([np.nan, 1, -np.inf, 0, 2, np.nan, np.inf, -0.0], np.float32)
+    b_np = np.array([1, np.nan, 3, -np.inf, np.inf, np.nan, 5, 0.0], np.float32)
+    out = _run(create_schedule(c), [a, b, c], [a_np, b_np, np.zeros(8, np.float32)])
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(np_op(a_np, b_np)))
+    finite = ~np.isnan(out)
+    np.testing.assert_array_equal(out[finite], np_op(a_np, b_np)[finite])
 
 
 _BINARY = {
