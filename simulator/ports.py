@@ -74,6 +74,18 @@ class TransferRows:
         """Position of row ``y``'s first element in its beat (narrow elements)."""
         return (self.first_elem + y * self.x_stride) % self.lanes
 
+    def shape(self) -> tuple[object, ...]:
+        """What the row walker and the data side see of these rows, wherever they are: the
+        element size, the elements per row and, per row, its first element's lane, its beats
+        and the beats before its first 4 KiB page boundary (capped at its beats). Transfers of
+        equal shape move alike."""
+        page_beats = AXI_PAGE_BYTES // self.bus_bytes
+        rows = []
+        for y in range(self.y_size):
+            first, count = self.beats(y)
+            rows.append((self.lane(y), count, min(count, page_beats - first % page_beats)))
+        return (self.elem_bytes, self.x_size, tuple(rows))
+
 
 class RowWalker:
     """The row requester and burst splitter of one transfer at a time (module docstring).
@@ -84,6 +96,7 @@ class RowWalker:
 
     __slots__ = (
         "_page_beats",
+        "burst",
         "cur",
         "left",
         "limit",
@@ -102,12 +115,18 @@ class RowWalker:
         self.splitting = False  # the splitter holds a run of beats
         self.cur = 0  # its next beat index
         self.left = 0  # and the beats left
+        #: beats of the burst presented this cycle (0: none)
+        self.burst = 0
 
     def start(self, rows: TransferRows) -> None:
         """Begin ``rows`` (the start pulse; the first row is handed over next cycle)."""
         self.rows = rows
         self.row = 0
         self.state = _BURSTS if rows.y_size and rows.x_size else _IDLE
+
+    def conclude(self) -> None:
+        """Jump to the end of a transfer just started (its owner knows how it runs)."""
+        self.state = _IDLE
 
     @property
     def busy(self) -> bool:
@@ -117,13 +136,6 @@ class RowWalker:
     def describing(self) -> bool:
         """A row descriptor is presented to the data side this cycle."""
         return self.state == _ROW
-
-    def burst(self) -> int:
-        """Beats of the burst presented this cycle (0: none)."""
-        if not self.splitting:
-            return 0
-        room = self._page_beats - self.cur % self._page_beats
-        return min(self.left, self.limit, room)
 
     def row_lane(self) -> tuple[int, int]:
         """(first lane, elements) of the row described this cycle."""
@@ -140,19 +152,22 @@ class RowWalker:
 
     def tick(self, granted: bool, row_taken: bool) -> None:
         was_splitting = self.splitting
-        if was_splitting and granted:
-            size = self.burst()
-            self.cur += size
-            self.left -= size
+        split = was_splitting and granted
+        if split:
+            self.cur += self.burst
+            self.left -= self.burst
             self.splitting = self.left > 0
         if self.state == _BURSTS:
             if not was_splitting:
                 self.cur, self.left = self.rows.beats(self.row)
-                self.splitting = True
+                self.splitting = split = True
                 self.state = _ROW
         elif self.state == _ROW and row_taken:
             self.row += 1
             self.state = _IDLE if self.row == self.rows.y_size else _BURSTS
+        if split:  # the splitter's run changed: the burst it presents next
+            room = self._page_beats - self.cur % self._page_beats
+            self.burst = min(self.left, self.limit, room) if self.splitting else 0
 
 
 class RowCursor:
@@ -292,6 +307,13 @@ class ReadPort:
                 self.completed.append(self.inflight.popleft())
 
     # ------------------------------------------------------------------ event-driven shortcuts
+    def serves_only(self, client: object) -> bool:
+        """No client but ``client`` has a burst presented or in flight."""
+        clients = self.clients
+        if any(clients[burst.client] is not client for burst in self.inflight):
+            return False
+        return all(other is client or not other.burst_request() for other in clients)
+
     def quiet(self, t: int) -> int:
         """Cycles from ``t`` in which the port only streams beats in bulk (or waits)."""
         if len(self.inflight) < self.depth:
