@@ -157,12 +157,13 @@ class LoadEngine(Engine):
         self.width = 1
         self.body_lines = range(0)
         self.body_columns = range(0)
-        self.started = -1  # the current LOAD's start cycle
+        self.event: LoadEvent | None = None  # the current LOAD
+        self.started = -1  # and its start cycle
 
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, LoadEvent)
         e = event
-        self.started = t
+        self.event, self.started = e, t
         self.elem_beats, self.cursor = _start_transfer(self.cfg, self.walker, e)
         self.gather = 0
         self.width = e.x_pad_0 + e.x_size + e.x_pad_1
@@ -193,8 +194,8 @@ class LoadEngine(Engine):
         return (self.walker.rows.shape(), pads)
 
     def conclude(self) -> None:
-        """Jump to the end of the current LOAD, from its start (its run is known: it equals
-        that of an earlier LOAD of the same :meth:`shape`)."""
+        """Jump to the end of the current LOAD (the rest of its run is known: that of a LOAD
+        of the same :meth:`shape` run alone)."""
         self.pos = self.end
         self.writing = self.body = False
         self.walker.conclude()

@@ -1,4 +1,4 @@
-"""Instructions timed once and replayed: STOREs planned when they start, and LOADs run alone.
+"""LOADs and STOREs simulated once per shape, on engines of their own, and replayed.
 
 Once a STORE has started, nothing it does depends on another unit: the write port is the store
 module's own, the memory takes a beat whenever a burst awaits one and answers each burst a fixed
@@ -8,18 +8,19 @@ event-driven shortcuts), and then answers the module from that *plan*: the cycle
 at, and the activity of every cycle before it. The module's quiet time is then the whole rest of
 the STORE, so the other units skip over it too, however many rows and bursts it has.
 
-A LOAD shares its read port with fetch and the other module's LOADs, so it is not planned ahead;
-but while it is the only client with bursts presented or in flight, its port and its engine
-depend on no other unit until the next event of one of those (which the port's other clients
-reach before they present a burst). :class:`LoadsAlone` then runs the port and the engine on
-their own, through their grants, row hand-overs and bursts' last beats, up to that event.
-A LOAD run so from its start to its end on an empty port is remembered, and a later LOAD of the
-same shape, again alone from its start, jumps to its end.
+A LOAD shares its read port with fetch and the other module's LOADs. But while it is the only
+client with bursts presented or in flight, its port and its engine depend on no other unit until
+the next event of one of those (which the port's other clients reach before they present a
+burst). :class:`LoadsAlone` then runs the port and the engine on their own, through their
+grants, row hand-overs and bursts' last beats, up to that event. And if no other client has used
+the port since the LOAD started, the LOAD is exactly where a LOAD of its shape running alone on a
+port of its own would be; if that run (planned once per shape, like a STORE) ends before the
+other units' next event, the LOAD jumps to its end.
 
-Either way a run depends only on how the transfer's rows sit in the bus's beats and the 4 KiB
-pages (:meth:`~simulator.ports.TransferRows.shape`), so each shape is simulated once per run.
-The cycle-stepped scheduler uses neither, and the tests hold the two schedulers to the same
-cycles, activities and bursts.
+A plan depends only on how the transfer's rows sit in the bus's beats and the 4 KiB pages
+(:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding. The cycle-stepped
+scheduler uses none of this, and the tests hold the two schedulers to the same cycles,
+activities and bursts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from isa import AccelConfig, TimingConfig
-from simulator.engines import Activity, Engine, StoreEngine
+from simulator.engines import Activity, Engine, LoadEngine, StoreEngine
 from simulator.errors import SimulationError
 from simulator.events import Event, StoreEvent
 from simulator.ports import NEVER, Burst, ReadPort, TransferRows
@@ -43,8 +44,9 @@ _ACTIVITIES = tuple(Activity)
 
 @dataclass(frozen=True)
 class _Plan:
-    """One STORE from its start (cycle 0): it is done at cycle ``duration``; ``activity[c]`` is
-    the engine's activity in cycle ``c`` (0 < c < duration); its bursts, completed."""
+    """One LOAD or STORE run alone from its start (cycle 0): it is done at cycle
+    ``duration``; ``activity[c]`` is the engine's activity in cycle ``c`` (0 < c < duration);
+    its bursts, in the order they completed."""
 
     duration: int
     activity: bytes
@@ -55,27 +57,51 @@ class _Plan:
     def beats(self) -> int:
         return sum(b.beats for b in self.bursts)
 
+    def count(self, counts: list[int], low: int, high: int) -> None:
+        """Add the activity of cycles ``low`` to ``high`` (excluded) to ``counts``."""
+        for kind in self.kinds:
+            counts[kind] += self.activity.count(kind, low, high)
 
-def _run(engine: StoreEngine, event: StoreEvent, cycles: int = NEVER) -> bytearray:
-    """Run ``engine`` alone on ``event``, started at cycle 0, until it is done or for
-    ``cycles`` cycles; the activity of each cycle (cycle 0, the start, is the module's)."""
+
+def _simulate(
+    engine: LoadEngine | StoreEngine,
+    event: Event,
+    port: ReadPort | None = None,
+    cycles: int = NEVER,
+) -> bytearray:
+    """Run ``engine`` alone on ``event`` (with ``port``, of which it is the only client, if it
+    reads memory), started at cycle 0, until it is done or for ``cycles`` cycles, as the
+    event-driven scheduler would; the activity of each cycle (cycle 0 is the module's)."""
     engine.start(0, event)
     activity = bytearray(1)
     t = 1
     while t < cycles and not engine.done():
-        quiet = min(engine.quiet(t), cycles - t)
+        quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER, cycles - t)
         if quiet >= NEVER:
             raise SimulationError(
-                f"the timing model's store engine stalled {t} cycles into instruction "
-                f"{event.index} (a model error)"
+                f"the timing model stalled {t} cycles into instruction {event.index}, run "
+                f"alone (a model error)"
             )
         if quiet:
+            streaming = port is not None and port.streaming(t)
             activity += bytes((engine.advance(t, quiet),)) * quiet
+            if streaming:
+                port.stream(t, quiet)
             t += quiet
         else:
+            if port is not None:
+                port.arbitrate(t)
+                port.deliver(t)
             activity.append(engine.tick(t))
             t += 1
     return activity
+
+
+def _plan(engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None) -> _Plan:
+    activity = bytes(_simulate(engine, event, port))
+    kinds = tuple(a for a in Activity if a in activity[1:])
+    bursts = port.completed if port is not None else engine.completed
+    return _Plan(len(activity), activity, kinds, tuple(bursts))
 
 
 def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
@@ -99,8 +125,7 @@ class PlannedStoreEngine(Engine):
         self.event: StoreEvent | None = None
         self.origin = 0  # the current STORE's start cycle
         self.now = 0  # the next cycle the module accounts
-        self.finished_bursts: list[Burst] = []  # of the STOREs before the current one
-        self.finished_beats = 0
+        self.finished: list[tuple[int, _Plan]] = []  # the STOREs before the current one
 
     def _plan(self, event: StoreEvent) -> _Plan:
         rows = TransferRows(
@@ -114,17 +139,13 @@ class PlannedStoreEngine(Engine):
         key = rows.shape()
         plan = self.plans.get(key)
         if plan is None:
-            engine = StoreEngine(self.cfg, self.timing)
-            activity = bytes(_run(engine, event))
-            kinds = tuple(a for a in Activity if a in activity[1:])
-            plan = self.plans[key] = _Plan(len(activity), activity, kinds, tuple(engine.completed))
+            plan = self.plans[key] = _plan(StoreEngine(self.cfg, self.timing), event)
         return plan
 
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, StoreEvent)
-        if self.event is not None:  # the previous STORE is done: its bursts are final
-            self.finished_bursts += (_shifted(b, self.origin) for b in self.plan.bursts)
-            self.finished_beats += self.plan.beats
+        if self.event is not None:  # the previous STORE is done
+            self.finished.append((self.origin, self.plan))
         self.plan = self._plan(event)
         self.event, self.origin, self.now = event, t, t + 1
 
@@ -140,9 +161,7 @@ class PlannedStoreEngine(Engine):
 
     def skip(self, t: int, cycles: int, counts: list[int]) -> None:
         self.now = t + cycles
-        low, high = t - self.origin, t - self.origin + cycles
-        for kind in self.plan.kinds:
-            counts[kind] += self.plan.activity.count(kind, low, high)
+        self.plan.count(counts, t - self.origin, t - self.origin + cycles)
 
     # ------------------------------------------------------------------ what the stats read
     def _current(self) -> tuple[list[Burst], int]:
@@ -152,67 +171,64 @@ class PlannedStoreEngine(Engine):
         if self.done():
             return [_shifted(b, self.origin) for b in self.plan.bursts], self.plan.beats
         engine = StoreEngine(self.cfg, self.timing)  # the run ended during this STORE
-        _run(engine, self.event, self.now - self.origin)
+        _simulate(engine, self.event, cycles=self.now - self.origin)
         return [_shifted(b, self.origin) for b in engine.completed], engine.beats
 
     @property
     def completed(self) -> list[Burst]:
-        return self.finished_bursts + self._current()[0]
+        bursts = [_shifted(b, origin) for origin, plan in self.finished for b in plan.bursts]
+        return bursts + self._current()[0]
 
     @property
     def beats(self) -> int:
-        return self.finished_beats + self._current()[1]
-
-
-@dataclass(frozen=True)
-class _LoadPlan:
-    """One LOAD run alone from its first cycle after its start (cycle 0): it is done at cycle
-    ``cycles``; its module's activity over them, its bursts."""
-
-    cycles: int
-    counts: tuple[int, ...]
-    bursts: tuple[Burst, ...]
+        return sum(plan.beats for _, plan in self.finished) + self._current()[1]
 
 
 class LoadsAlone:
     """Runs a read port and the one LOAD engine it serves on their own (module docstring)."""
 
-    def __init__(self) -> None:
-        self.plans: dict[tuple[object, ...], _LoadPlan] = {}
+    def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
+        self.cfg = cfg
+        self.timing = timing
+        self.plans: dict[tuple[object, ...], _Plan] = {}
 
     def run(self, t: int, limit: int, port: ReadPort, module: Module) -> int:
         """Run ``port`` and ``module``'s LOAD engine, its only client with bursts presented
         or in flight, for at most ``limit`` cycles from ``t`` and until the LOAD is done (the
         module then retires it, with the other units); the cycles run."""
         engine = module.engine
-        fresh = engine.started == t - 1 and not port.inflight
-        key = (port.clients.index(engine), engine.shape()) if fresh else None
+        if port.alone_since(engine, engine.started):
+            plan = self._plan(engine)
+            left = engine.started + plan.duration - t
+            if left <= limit:
+                self._conclude(plan, t, port, module)
+                return left
+        return _run_alone(t, limit, port, module)
+
+    def _plan(self, engine: LoadEngine) -> _Plan:
+        key = engine.shape()
         plan = self.plans.get(key)
-        if plan is not None and plan.cycles <= limit:
-            self._replay(plan, t, port, module)
-            return plan.cycles
-        counts, completed = list(module.activity), len(port.completed)
-        cycles = _run_alone(t, limit, port, module)
-        if key is not None and plan is None and engine.done():
-            self.plans[key] = _LoadPlan(
-                cycles,
-                tuple(now - before for now, before in zip(module.activity, counts, strict=True)),
-                tuple(_shifted(b, -t) for b in port.completed[completed:]),
-            )
-        return cycles
+        if plan is None:
+            alone = LoadEngine(self.cfg, self.timing, engine.unit)
+            alone.port = ReadPort(self.timing, [alone])
+            plan = self.plans[key] = _plan(alone, engine.event, alone.port)
+        return plan
 
     @staticmethod
-    def _replay(plan: _LoadPlan, t: int, port: ReadPort, module: Module) -> None:
+    def _conclude(plan: _Plan, t: int, port: ReadPort, module: Module) -> None:
+        """Take the LOAD on ``port`` from cycle ``t`` to its end, as ``plan`` runs it."""
         engine = module.engine
+        origin = engine.started
+        now = t - origin
+        plan.count(module.activity, now, plan.duration)
         client = port.clients.index(engine)
-        port.completed += (_shifted(b, t, client) for b in plan.bursts)
-        beats = sum(b.beats for b in plan.bursts)
-        port.beats += beats
-        if beats:
-            port.previous = client
+        left = [b for b in plan.bursts if b.last >= now]  # those not completed yet
+        delivered = sum(b.beats - b.left for b in port.inflight)  # all the LOAD's
+        port.inflight.clear()
+        port.completed += (_shifted(b, origin, client) for b in left)
+        port.beats += sum(b.beats for b in left) - delivered
+        port.used(client, origin + plan.bursts[-1].last)
         engine.conclude()
-        for activity, cycles in enumerate(plan.counts):
-            module.activity[activity] += cycles
 
 
 def _run_alone(t: int, limit: int, port: ReadPort, module: Module) -> int:

@@ -125,8 +125,10 @@ class RowWalker:
         self.state = _BURSTS if rows.y_size and rows.x_size else _IDLE
 
     def conclude(self) -> None:
-        """Jump to the end of a transfer just started (its owner knows how it runs)."""
+        """Jump to the end of the transfer (its owner knows how the rest of it runs)."""
         self.state = _IDLE
+        self.splitting = False
+        self.burst = 0
 
     @property
     def busy(self) -> bool:
@@ -267,6 +269,8 @@ class ReadPort:
         self.completed: list[Burst] = []
         self.previous = 0
         self.beats = 0
+        #: per client, the last cycle one of its bursts was granted or completed
+        self.last_used = [-1] * len(clients)
 
     # ------------------------------------------------------------------ one cycle
     def arbitrate(self, t: int) -> None:
@@ -281,6 +285,7 @@ class ReadPort:
             if beats:
                 client.granted = True
                 self.previous = index
+                self.last_used[index] = t
                 self.inflight.append(Burst(index, t, t + self.latency, beats))
                 return
 
@@ -305,6 +310,7 @@ class ReadPort:
             self.beats += 1
             if head.moved(t):
                 self.completed.append(self.inflight.popleft())
+                self.last_used[head.client] = t
 
     # ------------------------------------------------------------------ event-driven shortcuts
     def serves_only(self, client: object) -> bool:
@@ -313,6 +319,19 @@ class ReadPort:
         if any(clients[burst.client] is not client for burst in self.inflight):
             return False
         return all(other is client or not other.burst_request() for other in clients)
+
+    def alone_since(self, client: object, cycle: int) -> bool:
+        """No client but ``client`` has had a burst granted or in flight after ``cycle``."""
+        index = self.clients.index(client)
+        if any(burst.client != index for burst in self.inflight):
+            return False
+        return all(last <= cycle for other, last in enumerate(self.last_used) if other != index)
+
+    def used(self, client: int, last: int) -> None:
+        """Client ``client`` had the port's last grant and completed a burst at cycle ``last``
+        (applied at once when its bursts were replayed from a plan)."""
+        self.previous = client
+        self.last_used[client] = last
 
     def quiet(self, t: int) -> int:
         """Cycles from ``t`` in which the port only streams beats in bulk (or waits)."""

@@ -41,6 +41,18 @@ class BufferedFifo(Generic[Item]):
             return self.out is None
         return len(self.inner) != self.depth - 1
 
+    def room(self) -> int:
+        """Writes it takes on consecutive cycles from now while nothing is read."""
+        if self.depth == 1:
+            return int(self.out is None)
+        return self.depth - 1 - len(self.inner)
+
+    def write_many(self, item: Item, count: int) -> None:
+        """``count`` writes of ``item`` on consecutive cycles while the output register is
+        full and nothing is read (at most :meth:`room`), applied at once."""
+        assert self.out is not None and count <= self.room()
+        self.inner.extend([item] * count)
+
     def r_rdy(self) -> bool:
         """An entry is readable this cycle (``out``)."""
         return self.out is not None

@@ -119,7 +119,7 @@ class _Machine:
         self.store_engine = engines[Stage.STORE][StoreEvent]
         self.ports = build_ports(timing, self.fetch, readers)
         self.reader_modules = {readers[stage]: self.modules[stage - 1] for stage in readers}
-        self.loads_alone = LoadsAlone()
+        self.loads_alone = LoadsAlone(cfg, timing)
         self.finisher = self.modules[Stage.COMPUTE - 1]
         self.queue_list = list(self.queues.values())
         self.quiet_units = [*self.ports, *self.modules, self.fetch, *self.queue_list]

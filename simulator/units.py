@@ -91,10 +91,16 @@ class Fetch:
     takes_data = r_ready
 
     def stream_cycles(self, burst_left: int) -> int:
-        return 0  # every beat changes the beat buffer: one cycle at a time
+        """While the unpacker holds a complete instruction whose queue is full, beats only
+        fill the buffer: as many as it has room for, before the burst's last beat."""
+        complete, dispatch = self._unpack()
+        if not complete or dispatch:
+            return 0
+        return min(burst_left - 1, self.buffer.room())
 
     def stream(self, cycles: int) -> tuple[int, int]:
-        raise AssertionError("fetch takes its beats one cycle at a time")
+        self.buffer.write_many(True, cycles)
+        return cycles, 0
 
     # ------------------------------------------------------------------ one cycle
     def _unpack(self) -> tuple[bool, bool]:
