@@ -271,16 +271,19 @@ class ReadPort:
         self.beats = 0
         #: per client, the last cycle one of its bursts was granted or completed
         self.last_used = [-1] * len(clients)
+        #: after each client's grant, the clients in the order the arbiter asks them next
+        n = len(clients)
+        self._round_robin = [
+            [((last + step) % n, clients[(last + step) % n]) for step in range(1, n + 1)]
+            for last in range(n)
+        ]
 
     # ------------------------------------------------------------------ one cycle
     def arbitrate(self, t: int) -> None:
         """Grant one presented burst, round-robin after the last grant, if there is room."""
         if len(self.inflight) >= self.depth:
             return
-        n = len(self.clients)
-        for step in range(1, n + 1):
-            index = (self.previous + step) % n
-            client = self.clients[index]
+        for index, client in self._round_robin[self.previous]:
             beats = client.burst_request()
             if beats:
                 client.granted = True

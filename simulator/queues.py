@@ -21,6 +21,7 @@ from simulator.ports import NEVER
 __all__ = ["BufferedFifo", "TokenCounters"]
 
 Item = TypeVar("Item")
+_POSITION = {token: position for position, token in enumerate(Token)}
 
 
 class BufferedFifo(Generic[Item]):
@@ -105,8 +106,7 @@ class TokenCounters:
     @staticmethod
     def indices(tokens: Iterable[Token]) -> tuple[int, ...]:
         """The positions of ``tokens`` (what the other methods take)."""
-        order = list(Token)
-        return tuple(order.index(t) for t in tokens)
+        return tuple(_POSITION[t] for t in tokens)
 
     def available(self, tokens: tuple[int, ...]) -> bool:
         """Every counter in ``tokens`` is non-zero this cycle."""
