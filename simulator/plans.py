@@ -64,19 +64,16 @@ class _Plan:
 
 
 def _simulate(
-    engine: LoadEngine | StoreEngine,
-    event: Event,
-    port: ReadPort | None = None,
-    cycles: int = NEVER,
+    engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None
 ) -> bytearray:
     """Run ``engine`` alone on ``event`` (with ``port``, of which it is the only client, if it
-    reads memory), started at cycle 0, until it is done or for ``cycles`` cycles, as the
-    event-driven scheduler would; the activity of each cycle (cycle 0 is the module's)."""
+    reads memory), started at cycle 0, until it is done, as the event-driven scheduler would;
+    the activity of each cycle (cycle 0 is the module's)."""
     engine.start(0, event)
     activity = bytearray(1)
     t = 1
-    while t < cycles and not engine.done():
-        quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER, cycles - t)
+    while not engine.done():
+        quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER)
         if quiet >= NEVER:
             raise SimulationError(
                 f"the timing model stalled {t} cycles into instruction {event.index}, run "
@@ -113,9 +110,8 @@ def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
 
 
 class PlannedStoreEngine(Engine):
-    """The store engine, one plan per STORE (module docstring); :attr:`completed` and
-    :attr:`beats` are the :class:`~simulator.engines.StoreEngine`'s, up to the cycle the
-    module has reached."""
+    """The store engine, one plan per STORE (module docstring); at the end of a run,
+    :attr:`completed` and :attr:`beats` are the :class:`~simulator.engines.StoreEngine`'s."""
 
     def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
         self.cfg = cfg
@@ -164,24 +160,21 @@ class PlannedStoreEngine(Engine):
         self.plan.count(counts, t - self.origin, t - self.origin + cycles)
 
     # ------------------------------------------------------------------ what the stats read
-    def _current(self) -> tuple[list[Burst], int]:
-        """The current STORE's completed bursts and beats, up to :attr:`now`."""
+    def _all(self) -> list[tuple[int, _Plan]]:
+        """Every STORE run, with its start cycle (once the run is over: the functional
+        simulator orders every STORE before FINISH, so the last one is done too)."""
         if self.event is None:
-            return [], 0
-        if self.done():
-            return [_shifted(b, self.origin) for b in self.plan.bursts], self.plan.beats
-        engine = StoreEngine(self.cfg, self.timing)  # the run ended during this STORE
-        _simulate(engine, self.event, cycles=self.now - self.origin)
-        return [_shifted(b, self.origin) for b in engine.completed], engine.beats
+            return self.finished
+        assert self.done(), "a STORE outlived FINISH"
+        return [*self.finished, (self.origin, self.plan)]
 
     @property
     def completed(self) -> list[Burst]:
-        bursts = [_shifted(b, origin) for origin, plan in self.finished for b in plan.bursts]
-        return bursts + self._current()[0]
+        return [_shifted(b, origin) for origin, plan in self._all() for b in plan.bursts]
 
     @property
     def beats(self) -> int:
-        return sum(plan.beats for _, plan in self.finished) + self._current()[1]
+        return sum(plan.beats for _, plan in self._all())
 
 
 class LoadsAlone:
