@@ -1,28 +1,40 @@
 """How fast the cycle-level simulator runs, in simulated cycles per wall second.
 
 Workloads: ResNet-18's C2 conv layer (56x56, 64 -> 64, 3x3) at the default configuration, and
-a blocked GEMM at the tiny one, each timed (a) the timing model alone, on a finished functional
-run's events (``simulator.time_run``), and (b) whole, functional simulation included
-(``CycleSimulator.run``, race detection on as by default). The target is 1,000,000 simulated
-cycles per second. Peers measured in the same run: the model's own cycle-stepped scheduler
-(the same results, one cycle at a time) and the Amaranth RTL simulation (``hw.simulate``) on
-a small tiny-config program. The GEMM utilisation of one and two virtual threads shows the
-latency hiding the model sees.
+a blocked GEMM at the tiny one. Each is timed three ways: the timing model alone, on a finished
+functional run's events (``simulator.time_run``); the functional simulator alone (race
+detection on, as by default), which bounds the next figure; and whole (``CycleSimulator.run``:
+functional simulation, then timing). The target is 1,000,000 simulated cycles per second.
 
-Run: ``python benchmarks/sim_speed.py``.
+Peers measured in the same run:
+
+- SCALE-Sim (``pip install scalesim``, the ``bench`` extra) on the same C2 layer, configured as
+  close to the default VTA configuration as its parameters allow (``benchmarks/_scalesim.py``
+  says how and what differs). It models a different machine (a systolic array), so its cycle
+  count differs from ours; the comparison is speed. It runs in a child process under a wall
+  cap (``--scalesim-cap``, 180 s); past the cap it is timed on the layer's first 8 output rows.
+- the model's own cycle-stepped scheduler (the same results, one cycle at a time);
+- the Amaranth RTL simulation (``hw.simulate``) on a small tiny-config program.
+
+The GEMM utilisation of one and two virtual threads shows the latency hiding the model sees.
+
+Run: ``python benchmarks/sim_speed.py [--scalesim-cap SECONDS]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import importlib.util
 import time
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 from _harness import best_of, report
+from _scalesim import ConvLayer, PeerRun, peer
 
 from hw import MemoryTiming, simulate
 from isa import AccelConfig, TimingConfig
-from runtime.kernels import RESNET18_C2
+from runtime.kernels import KERNEL, RESNET18_C2
 from simulator import CycleSimulator, FunctionalSimulator, time_run
 from tests.conformance.cases import CASES
 from tests.conformance.conv_cases import build_conv2d
@@ -31,6 +43,19 @@ from tests.conformance.gemm_cases import GemmShape, build_gemm
 TARGET = 1_000_000
 DEFAULT, TINY = AccelConfig.preset("default"), AccelConfig.preset("tiny")
 TINY_GEMM = GemmShape(m=64, k=16, n=16, tile_m=16, tile_k=8, tile_n=8, threads=2)
+COLUMNS = ["workload", "mode", "cycles", "GEMM util", "seconds", "cycles/s", "x target"]
+TIMING, WHOLE = "timing model only", "with functional"
+#: ResNet-18's C2 layer as SCALE-Sim takes it (input padded by 1 on each side), and the slice
+#: it is timed on when the whole layer does not finish under the cap.
+C2 = ConvLayer(
+    "resnet18 C2",
+    RESNET18_C2.height + KERNEL - 1,
+    RESNET18_C2.width + KERNEL - 1,
+    RESNET18_C2.in_channels,
+    RESNET18_C2.out_channels,
+    KERNEL,
+)
+C2_SLICE = dataclasses.replace(C2, name="resnet18 C2, first 8 output rows", ifmap_height=10)
 
 
 def workloads():
@@ -43,30 +68,35 @@ def workloads():
         yield f"blocked GEMM 64x16x16, {threads} thread(s)", TINY, build_gemm(TINY, 0, shape)
 
 
-def _speeds(cfg: AccelConfig, built) -> tuple[object, float, float]:
-    """(the stats, seconds of the timing model alone, seconds with functional simulation)."""
-    result = FunctionalSimulator(cfg).run(built.program, built.dram.copy())
+def _row(name: str, mode: str, cycles: int, util: str, seconds: float) -> list[object]:
+    rate = cycles / seconds
+    return [name, mode, cycles, util, seconds, rate, rate / TARGET]
+
+
+def _ours(name: str, cfg: AccelConfig, built) -> list[list[object]]:
+    """Our rows for one workload."""
+    functional = FunctionalSimulator(cfg)
+    result = functional.run(built.program, built.dram.copy())
+    stats = time_run(cfg, result)
+    util = f"{100 * stats.gemm_utilisation:.1f} %"
     timing_only = best_of(lambda: time_run(cfg, result), repeat=3, min_time=0.3)
+    functional_only = best_of(lambda: functional.run(built.program, built.dram.copy()), repeat=3)
     whole = best_of(lambda: CycleSimulator(cfg).run(built.program, built.dram.copy()), repeat=3)
-    return time_run(cfg, result), timing_only, whole
+    rows = [
+        _row(name, TIMING, stats.cycles, util, timing_only),
+        _row(name, "functional simulator only", stats.cycles, util, functional_only),
+        _row(name, WHOLE, stats.cycles, util, whole),
+    ]
+    if "C2, 2" in name:  # the same model one cycle at a time, once
+        started = time.perf_counter()
+        time_run(cfg, result, stepped=True)
+        rows.append(_row(name, "peer: stepped", stats.cycles, util, time.perf_counter() - started))
+    return rows
 
 
-def main() -> None:
-    rows = []
-    for name, cfg, built in workloads():
-        stats, timing_only, whole = _speeds(cfg, built)
-        util = f"{100 * stats.gemm_utilisation:.1f} %"
-        for mode, seconds in (("timing model only", timing_only), ("with functional", whole)):
-            rate = stats.cycles / seconds
-            rows.append([name, mode, stats.cycles, util, seconds, rate, rate / TARGET])
-        if "C2, 2" in name:  # the same model one cycle at a time, once
-            result = FunctionalSimulator(cfg).run(built.program, built.dram.copy())
-            started = time.perf_counter()
-            time_run(cfg, result, stepped=True)
-            seconds = time.perf_counter() - started
-            rate = stats.cycles / seconds
-            rows.append([name, "peer: stepped", stats.cycles, util, seconds, rate, rate / TARGET])
-
+def _rtl_rows() -> list[list[object]]:
+    """The Amaranth RTL and our timing model on a conformance program (equal cycles)."""
+    name = "conformance blocked_gemm_vt2 (tiny)"
     built = next(c for c in CASES if c.name == "blocked_gemm_vt2").build(TINY, 0)
     rtl = simulate(TINY, built.program, built.dram.copy(), timing=MemoryTiming())
     model = CycleSimulator(TINY).run(built.program, built.dram.copy())
@@ -74,26 +104,54 @@ def main() -> None:
     result = FunctionalSimulator(TINY).run(built.program, built.dram.copy())
     ours = best_of(lambda: time_run(TINY, result), repeat=3)
     util = f"{100 * model.gemm_utilisation:.1f} %"
-    for mode, seconds in (("timing model only", ours), ("peer: Amaranth RTL", rtl.wall_seconds)):
-        rate = rtl.cycles / seconds
-        rows.append(
-            [
-                "conformance blocked_gemm_vt2 (tiny)",
-                mode,
-                rtl.cycles,
-                util,
-                seconds,
-                rate,
-                rate / TARGET,
-            ]
-        )
+    return [
+        _row(name, TIMING, rtl.cycles, util, ours),
+        _row(name, "peer: Amaranth RTL", rtl.cycles, util, rtl.wall_seconds),
+    ]
+
+
+def _scalesim(cap: float) -> PeerRun:
+    """SCALE-Sim on C2, or on its slice when C2 runs past ``cap`` seconds."""
+    if importlib.util.find_spec("scalesim") is None:
+        raise SystemExit("SCALE-Sim is not installed: pip install -e '.[bench]'")
+    for layer in (C2, C2_SLICE):
+        run = peer(layer, cap)
+        if run is not None:
+            return run
+    raise SystemExit(f"SCALE-Sim did not finish {C2_SLICE.name} in {cap:g} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scalesim-cap", type=float, default=180.0, metavar="SECONDS")
+    args = parser.parse_args()
+    rows = []
+    for name, cfg, built in workloads():
+        rows += _ours(name, cfg, built)
+    rows += _rtl_rows()
+    scale = _scalesim(args.scalesim_cap)
+    peer_mode = f"peer: SCALE-Sim {scale.version}"
+    rows.append(_row(scale.layer.name, peer_mode, scale.cycles, "-", scale.seconds))
+    c2 = {row[1]: row[5] for row in rows if row[0] == "resnet18 C2, 2 thread(s)"}
+    ratios = {mode: c2[mode] / scale.cycles_per_second for mode in (TIMING, WHOLE)}
     report(
         "sim_speed",
-        ["workload", "mode", "cycles", "GEMM util", "seconds", "cycles/s", "x target"],
+        COLUMNS,
         rows,
         target_cycles_per_second=TARGET,
+        scalesim={
+            **dataclasses.asdict(scale),
+            "cycles_per_second": scale.cycles_per_second,
+            "ours_over_scalesim": {f"resnet18 C2, 2 thread(s), {m}": r for m, r in ratios.items()},
+        },
         timing=dataclasses.asdict(TimingConfig()),
         note="a shared 2-core machine: timings are noisy",
+    )
+    print(
+        f"SCALE-Sim: {scale.cycles:,} cycles of {scale.layer.name} ({scale.stall_cycles:,} "
+        f"stalls) in {scale.seconds:.1f} s, {scale.cycles_per_second:,.0f} cycles/s. Ours on "
+        f"C2 (2 threads): {ratios[TIMING]:,.0f}x its speed (timing model only), "
+        f"{ratios[WHOLE]:,.0f}x (with functional). Different machines: the comparison is speed."
     )
 
 

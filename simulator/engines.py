@@ -15,8 +15,9 @@ Each engine runs one instruction at a time and mirrors its RTL counterpart cycle
   after the sequencer's latency and flow down ``step_stages`` plus the GEMM core's stages; the
   instruction completes the cycle after the last stage empties.
 
-``tick(t)`` runs cycle ``t`` and returns its :class:`Activity`; ``quiet(t)``/``skip(t, k)`` are
-the event-driven shortcuts (cycles of bulk progress only, and that progress applied at once).
+``tick(t)`` runs cycle ``t`` and returns its :class:`Activity`; ``quiet(t)``/``advance(t, k)`` are
+the event-driven shortcuts (cycles of bulk progress only, all of one activity, and that progress
+applied at once); ``skip(t, k, counts)`` applies them and counts them by activity.
 """
 
 from __future__ import annotations
@@ -41,7 +42,19 @@ class Activity(IntEnum):
     IDLE = 4  # nothing to do
 
 
-class IdleEngine:
+class Engine:
+    """What the engines share: the module's side of the event-driven shortcuts."""
+
+    def advance(self, t: int, cycles: int) -> Activity:
+        """Apply ``cycles`` quiet cycles from ``t``; their activity (one for them all)."""
+        raise NotImplementedError
+
+    def skip(self, t: int, cycles: int, counts: list[int]) -> None:
+        """Apply ``cycles`` quiet cycles from ``t`` and add them to ``counts`` by activity."""
+        counts[self.advance(t, cycles)] += cycles
+
+
+class IdleEngine(Engine):
     """Instructions that move nothing (no-op LOAD/STORE, FINISH, empty loops): done the cycle
     after they start."""
 
@@ -58,7 +71,7 @@ class IdleEngine:
         return 0
 
 
-class LoopEngine:
+class LoopEngine(Engine):
     """The loop sequencer and step pipeline of compute (module docstring)."""
 
     def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
@@ -98,7 +111,7 @@ class LoopEngine:
     def quiet(self, t: int) -> int:
         return self._completion(t) - t
 
-    def skip(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> Activity:
         end = t + cycles
         issued = 0
         if self.left and self.next_issue < end:
@@ -126,7 +139,7 @@ def _start_transfer(
     return max(1, e.elem_bytes // bus), cursor
 
 
-class LoadEngine:
+class LoadEngine(Engine):
     """LOADs into on-chip buffers, as one read client of ``port`` (module docstring)."""
 
     def __init__(self, cfg: AccelConfig, timing: TimingConfig, unit: str) -> None:
@@ -144,10 +157,13 @@ class LoadEngine:
         self.width = 1
         self.body_lines = range(0)
         self.body_columns = range(0)
+        self.event: LoadEvent | None = None  # the current LOAD
+        self.started = -1  # and its start cycle
 
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, LoadEvent)
         e = event
+        self.event, self.started = e, t
         self.elem_beats, self.cursor = _start_transfer(self.cfg, self.walker, e)
         self.gather = 0
         self.width = e.x_pad_0 + e.x_size + e.x_pad_1
@@ -171,8 +187,21 @@ class LoadEngine:
     def done(self) -> bool:
         return not self.writing and not self.walker.busy
 
+    def shape(self) -> tuple[object, ...]:
+        """What decides how the current LOAD runs from its start, on a port of its own: its
+        rows as the bus sees them and its padding. LOADs of equal shape run alike."""
+        pads = (self.width, self.end, self.body_lines.start, self.body_columns.start)
+        return (self.walker.rows.shape(), pads)
+
+    def conclude(self) -> None:
+        """Jump to the end of the current LOAD (the rest of its run is known: that of a LOAD
+        of the same :meth:`shape` run alone)."""
+        self.pos = self.end
+        self.writing = self.body = False
+        self.walker.conclude()
+
     def burst_request(self) -> int:
-        return self.walker.burst()
+        return self.walker.burst
 
     def r_ready(self) -> bool:
         if self.cursor is None:
@@ -214,7 +243,7 @@ class LoadEngine:
             return min(quiet, self._pad_run())
         return quiet  # body rows wait for data, which the port streams
 
-    def skip(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> Activity:
         if not self.writing:
             return Activity.BUSY
         if not self._at_body():
@@ -260,7 +289,7 @@ class LoadEngine:
         return cycles, 0
 
 
-class StoreEngine:
+class StoreEngine(Engine):
     """STOREs from the OUT buffer over the write port (module docstring)."""
 
     def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
@@ -299,7 +328,7 @@ class StoreEngine:
     def _aw(self) -> int:
         """Beats of the write burst issued this cycle (0: none)."""
         if len(self.bursts) < self.outstanding and self.owed < self.outstanding:
-            return self.walker.burst()
+            return self.walker.burst
         return 0
 
     # ------------------------------------------------------------------ one cycle
@@ -369,7 +398,7 @@ class StoreEngine:
         """Rows flow from the reader to the write port one beat (or element) per cycle."""
         return self.pending and bool(self.bursts) and (self.cursor is None or self.cursor.active)
 
-    def skip(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> Activity:
         if not self._streaming():
             return Activity.MEMORY
         if self.cursor is not None:

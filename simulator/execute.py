@@ -11,12 +11,16 @@ step, modulo ``2**acc_width``. ALU steps may read rows that earlier steps of the
 instruction write: without such reads a step batch is simultaneous; when only the destinations
 repeat, ``ufunc.at`` applies the steps in order; otherwise the steps run as ordered batches that
 never read what the batch writes. Very long instructions run in chunks of steps, in order, so
-memory stays bounded.
+memory stays bounded. The checks and the index work of a GEMM or ALU instruction (its steps'
+rows, their grouping) depend only on the instruction and its micro-ops, so a run does them once
+for each such pair and reuses them when the pair executes again (short instructions only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -80,6 +84,9 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
+        #: GEMM/ALU instructions already run, by instruction and micro-op words: their checks
+        #: passed and their step indices are known (they depend on nothing else)
+        self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
 
     def run(
         self,
@@ -261,6 +268,29 @@ class Executor:
                 f"{depth} (the micro-op buffer's depth)",
             )
         uops = self.state.uop[insn.uop_bgn : insn.uop_end]
+        key = (insn, uops.tobytes())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(index, insn, uops)
+            if plan.reusable:
+                self._plans[key] = plan
+        if self.races is not None:
+            touched = plan.touched
+            accesses = [Access(Space.OUT, True, touched[Operand.DST])]
+            if isinstance(insn, GemmInsn) and not insn.reset_reg:
+                accesses.append(Access(Space.INP, False, touched[Operand.SRC]))
+                accesses.append(Access(Space.WGT, False, touched[Operand.WGT]))
+            self._check_races(index, clock, accesses)
+        for steps in plan.chunks:
+            self._run_steps(insn, steps)
+        rows = plan.rows
+        acc = self.state.acc
+        acc[rows] = wrap(acc[rows], self.cfg.acc_width)
+        self.state.out[rows] = wrap(acc[rows], self.cfg.out_width)
+        return event
+
+    def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
+        """Check ``insn``'s steps with these micro-ops and work out the rows they use."""
         bases = {op: uops[:, column] for column, op in enumerate(Operand)}
         operands = operand_buffers(insn)
         for operand, mem in operands.items():
@@ -274,22 +304,14 @@ class Executor:
         violation = window_violation(insn, bases, self.cfg.acc_raw_window)
         if violation is not None:
             raise self._fail(index, violation.describe())
-        chunks = self._chunks(insn, n, bases, list(operands))
+        chunks = self._chunks(insn, len(uops), bases, list(operands))
         touched = self._touched(chunks, operands)
-        if self.races is not None:
-            accesses = [Access(Space.OUT, True, touched[Operand.DST])]
-            if isinstance(insn, GemmInsn) and not insn.reset_reg:
-                accesses.append(Access(Space.INP, False, touched[Operand.SRC]))
-                accesses.append(Access(Space.WGT, False, touched[Operand.WGT]))
-            self._check_races(index, clock, accesses)
-        run = self._gemm_chunk if isinstance(insn, GemmInsn) else self._alu_chunk
-        for chunk in chunks:
-            run(insn, chunk)
         rows = np.unique(touched[Operand.DST])
-        acc = self.state.acc
-        acc[rows] = wrap(acc[rows], self.cfg.acc_width)
-        self.state.out[rows] = wrap(acc[rows], self.cfg.out_width)
-        return event
+        if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
+            prepared = [self._prepare(insn, steps) for steps in chunks]
+            return _LoopPlan(prepared, touched, rows, reusable=True)
+        lazily = (self._prepare(insn, steps) for steps in chunks)
+        return _LoopPlan(lazily, touched, rows, reusable=False)
 
     def _chunks(
         self,
@@ -319,37 +341,16 @@ class Executor:
                 seen[op][rows] = True
         return {op: np.flatnonzero(mask) for op, mask in seen.items()}
 
-    def _gemm_chunk(self, insn: GemmInsn, steps: dict[Operand, np.ndarray]) -> None:
-        acc = self.state.acc
+    def _prepare(
+        self, insn: GemmInsn | AluInsn, steps: dict[Operand, np.ndarray]
+    ) -> _Reset | _GemmSteps | _AluSteps:
+        """How a run of ``insn``'s steps (row indices by operand) executes: the index work,
+        which depends on the rows only."""
         dst = steps[Operand.DST]
         if insn.reset_reg:
-            acc[dst] = 0
-            return
-        src, wgt = steps[Operand.SRC], steps[Operand.WGT]
-        order = np.argsort(wgt, kind="stable")
-        sorted_wgt = wgt[order]
-        starts = np.flatnonzero(np.r_[True, sorted_wgt[1:] != sorted_wgt[:-1]])
-        sizes = np.diff(np.r_[starts, len(order)])
-        inputs = self.state.inp[src[order]]  # (steps, batch, block_in)
-        weights = self.state.wgt[sorted_wgt[starts]]  # (groups, block_out, block_in)
-        b, bo = self.cfg.batch, self.cfg.block_out
-        if np.all(sizes == sizes[0]):  # one batched matrix product per weight row
-            grouped = inputs.reshape(len(starts), -1, inputs.shape[-1])
-            products = grouped @ weights.transpose(0, 2, 1)
-        else:
-            products = np.concatenate(
-                [
-                    inputs[s : s + k].reshape(-1, inputs.shape[-1]) @ w.T
-                    for s, k, w in zip(starts, sizes, weights, strict=True)
-                ]
-            )
-        np.add.at(acc, dst[order], products.reshape(-1, b, bo).astype(np.int64))
-
-    def _alu_chunk(self, insn: AluInsn, steps: dict[Operand, np.ndarray]) -> None:
-        dst = steps[Operand.DST]
-        if insn.reset_reg:
-            self.state.acc[dst] = 0
-            return
+            return _Reset(dst)
+        if isinstance(insn, GemmInsn):
+            return _gemm_steps(dst, steps[Operand.SRC], steps[Operand.WGT])
         src = steps.get(Operand.SRC)
         unique, first = np.unique(dst, return_index=True)
         reads_written = False
@@ -358,12 +359,41 @@ class Executor:
             first_write[unique] = first
             reads_written = bool(np.any(first_write[src] < np.arange(len(dst))))
         if len(unique) == len(dst) and not reads_written:
-            self._alu_batch(insn, dst, src)
-        elif not reads_written and insn.alu_opcode in _AT_UFUNCS:
-            self._alu_at(insn, dst, src)
+            return _AluSteps(dst, src, _AluMode.BATCH)
+        if not reads_written and insn.alu_opcode in _AT_UFUNCS:
+            return _AluSteps(dst, src, _AluMode.AT)
+        return _AluSteps(dst, src, _AluMode.ORDERED, tuple(_independent_batches(dst, src)))
+
+    def _run_steps(self, insn: GemmInsn | AluInsn, steps: _Reset | _GemmSteps | _AluSteps) -> None:
+        if isinstance(steps, _Reset):
+            self.state.acc[steps.dst] = 0
+        elif isinstance(steps, _GemmSteps):
+            self._gemm(steps)
+        elif steps.mode is _AluMode.BATCH:
+            self._alu_batch(insn, steps.dst, steps.src)
+        elif steps.mode is _AluMode.AT:
+            self._alu_at(insn, steps.dst, steps.src)
         else:
-            for batch in _independent_batches(dst, src):
-                self._alu_batch(insn, dst[batch], None if src is None else src[batch])
+            src = steps.src
+            for batch in steps.batches:
+                self._alu_batch(insn, steps.dst[batch], None if src is None else src[batch])
+
+    def _gemm(self, steps: _GemmSteps) -> None:
+        inputs = self.state.inp[steps.src]  # (steps, batch, block_in)
+        weights = self.state.wgt[steps.weights]  # (groups, block_out, block_in)
+        b, bo = self.cfg.batch, self.cfg.block_out
+        if steps.uniform:  # one batched matrix product per weight row
+            grouped = inputs.reshape(len(weights), -1, inputs.shape[-1])
+            products = grouped @ weights.transpose(0, 2, 1)
+        else:
+            starts = np.r_[0, np.cumsum(steps.sizes)[:-1]]
+            products = np.concatenate(
+                [
+                    inputs[s : s + k].reshape(-1, inputs.shape[-1]) @ w.T
+                    for s, k, w in zip(starts, steps.sizes, weights, strict=True)
+                ]
+            )
+        np.add.at(self.state.acc, steps.dst, products.reshape(-1, b, bo).astype(np.int64))
 
     def _alu_operand(self, insn: AluInsn, src: np.ndarray | None) -> np.ndarray | int:
         return insn.imm if src is None else self.state.acc[src]
@@ -382,6 +412,64 @@ class Executor:
         _AT_UFUNCS[insn.alu_opcode].at(acc, dst, x)
         rows = np.unique(dst)
         acc[rows] = wrap(acc[rows], self.cfg.acc_width)
+
+
+class _AluMode(Enum):
+    """How a run of ALU steps executes (module docstring)."""
+
+    BATCH = "all at once"  # no step repeats a destination or reads one
+    AT = "ufunc.at"  # destinations repeat; no step reads a row a step writes
+    ORDERED = "ordered batches"  # steps read rows earlier steps write
+
+
+@dataclass(frozen=True)
+class _Reset:
+    """Steps that zero their destination rows (a GEMM or ALU reset)."""
+
+    dst: np.ndarray
+
+
+@dataclass(frozen=True)
+class _GemmSteps:
+    """Multiplying GEMM steps grouped by weight row, each row's steps in program order: group
+    ``g`` multiplies the inputs of its ``sizes[g]`` steps by weight row ``weights[g]``."""
+
+    dst: np.ndarray  # the accumulator row of each step, in group order
+    src: np.ndarray  # the input row of each step, in group order
+    weights: np.ndarray
+    sizes: np.ndarray
+    uniform: bool  # every group has as many steps
+
+
+@dataclass(frozen=True)
+class _AluSteps:
+    """ALU steps (destination and source rows; no source: the immediate) and how they run."""
+
+    dst: np.ndarray
+    src: np.ndarray | None
+    mode: _AluMode
+    batches: tuple[slice, ...] = ()  # the ordered batches
+
+
+@dataclass(frozen=True)
+class _LoopPlan:
+    """A GEMM or ALU instruction with given micro-ops, checked: its runs of steps, every row
+    each operand reaches, and the accumulator rows it writes. ``reusable``: the runs are a list
+    (a short instruction), kept for the next execution with the same micro-ops."""
+
+    chunks: Iterable[_Reset | _GemmSteps | _AluSteps]
+    touched: dict[Operand, np.ndarray]
+    rows: np.ndarray
+    reusable: bool
+
+
+def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:
+    order = np.argsort(wgt, kind="stable")
+    sorted_wgt = wgt[order]
+    starts = np.flatnonzero(np.r_[True, sorted_wgt[1:] != sorted_wgt[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    uniform = bool(np.all(sizes == sizes[0]))
+    return _GemmSteps(dst[order], src[order], sorted_wgt[starts], sizes, uniform)
 
 
 def _independent_batches(dst: np.ndarray, src: np.ndarray | None) -> Iterator[slice]:

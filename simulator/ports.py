@@ -74,6 +74,18 @@ class TransferRows:
         """Position of row ``y``'s first element in its beat (narrow elements)."""
         return (self.first_elem + y * self.x_stride) % self.lanes
 
+    def shape(self) -> tuple[object, ...]:
+        """What the row walker and the data side see of these rows, wherever they are: the
+        element size, the elements per row and, per row, its first element's lane, its beats
+        and the beats before its first 4 KiB page boundary (capped at its beats). Transfers of
+        equal shape move alike."""
+        page_beats = AXI_PAGE_BYTES // self.bus_bytes
+        rows = []
+        for y in range(self.y_size):
+            first, count = self.beats(y)
+            rows.append((self.lane(y), count, min(count, page_beats - first % page_beats)))
+        return (self.elem_bytes, self.x_size, tuple(rows))
+
 
 class RowWalker:
     """The row requester and burst splitter of one transfer at a time (module docstring).
@@ -84,6 +96,7 @@ class RowWalker:
 
     __slots__ = (
         "_page_beats",
+        "burst",
         "cur",
         "left",
         "limit",
@@ -102,12 +115,20 @@ class RowWalker:
         self.splitting = False  # the splitter holds a run of beats
         self.cur = 0  # its next beat index
         self.left = 0  # and the beats left
+        #: beats of the burst presented this cycle (0: none)
+        self.burst = 0
 
     def start(self, rows: TransferRows) -> None:
         """Begin ``rows`` (the start pulse; the first row is handed over next cycle)."""
         self.rows = rows
         self.row = 0
         self.state = _BURSTS if rows.y_size and rows.x_size else _IDLE
+
+    def conclude(self) -> None:
+        """Jump to the end of the transfer (its owner knows how the rest of it runs)."""
+        self.state = _IDLE
+        self.splitting = False
+        self.burst = 0
 
     @property
     def busy(self) -> bool:
@@ -117,13 +138,6 @@ class RowWalker:
     def describing(self) -> bool:
         """A row descriptor is presented to the data side this cycle."""
         return self.state == _ROW
-
-    def burst(self) -> int:
-        """Beats of the burst presented this cycle (0: none)."""
-        if not self.splitting:
-            return 0
-        room = self._page_beats - self.cur % self._page_beats
-        return min(self.left, self.limit, room)
 
     def row_lane(self) -> tuple[int, int]:
         """(first lane, elements) of the row described this cycle."""
@@ -140,19 +154,22 @@ class RowWalker:
 
     def tick(self, granted: bool, row_taken: bool) -> None:
         was_splitting = self.splitting
-        if was_splitting and granted:
-            size = self.burst()
-            self.cur += size
-            self.left -= size
+        split = was_splitting and granted
+        if split:
+            self.cur += self.burst
+            self.left -= self.burst
             self.splitting = self.left > 0
         if self.state == _BURSTS:
             if not was_splitting:
                 self.cur, self.left = self.rows.beats(self.row)
-                self.splitting = True
+                self.splitting = split = True
                 self.state = _ROW
         elif self.state == _ROW and row_taken:
             self.row += 1
             self.state = _IDLE if self.row == self.rows.y_size else _BURSTS
+        if split:  # the splitter's run changed: the burst it presents next
+            room = self._page_beats - self.cur % self._page_beats
+            self.burst = min(self.left, self.limit, room) if self.splitting else 0
 
 
 class RowCursor:
@@ -252,20 +269,26 @@ class ReadPort:
         self.completed: list[Burst] = []
         self.previous = 0
         self.beats = 0
+        #: per client, the last cycle one of its bursts was granted or completed
+        self.last_used = [-1] * len(clients)
+        #: after each client's grant, the clients in the order the arbiter asks them next
+        n = len(clients)
+        self._round_robin = [
+            [((last + step) % n, clients[(last + step) % n]) for step in range(1, n + 1)]
+            for last in range(n)
+        ]
 
     # ------------------------------------------------------------------ one cycle
     def arbitrate(self, t: int) -> None:
         """Grant one presented burst, round-robin after the last grant, if there is room."""
         if len(self.inflight) >= self.depth:
             return
-        n = len(self.clients)
-        for step in range(1, n + 1):
-            index = (self.previous + step) % n
-            client = self.clients[index]
+        for index, client in self._round_robin[self.previous]:
             beats = client.burst_request()
             if beats:
                 client.granted = True
                 self.previous = index
+                self.last_used[index] = t
                 self.inflight.append(Burst(index, t, t + self.latency, beats))
                 return
 
@@ -290,8 +313,29 @@ class ReadPort:
             self.beats += 1
             if head.moved(t):
                 self.completed.append(self.inflight.popleft())
+                self.last_used[head.client] = t
 
     # ------------------------------------------------------------------ event-driven shortcuts
+    def serves_only(self, client: object) -> bool:
+        """No client but ``client`` has a burst presented or in flight."""
+        clients = self.clients
+        if any(clients[burst.client] is not client for burst in self.inflight):
+            return False
+        return all(other is client or not other.burst_request() for other in clients)
+
+    def alone_since(self, client: object, cycle: int) -> bool:
+        """No client but ``client`` has had a burst granted or in flight after ``cycle``."""
+        index = self.clients.index(client)
+        if any(burst.client != index for burst in self.inflight):
+            return False
+        return all(last <= cycle for other, last in enumerate(self.last_used) if other != index)
+
+    def used(self, client: int, last: int) -> None:
+        """Client ``client`` had the port's last grant and completed a burst at cycle ``last``
+        (applied at once when its bursts were replayed from a plan)."""
+        self.previous = client
+        self.last_used[client] = last
+
     def quiet(self, t: int) -> int:
         """Cycles from ``t`` in which the port only streams beats in bulk (or waits)."""
         if len(self.inflight) < self.depth:

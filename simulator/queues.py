@@ -21,6 +21,7 @@ from simulator.ports import NEVER
 __all__ = ["BufferedFifo", "TokenCounters"]
 
 Item = TypeVar("Item")
+_POSITION = {token: position for position, token in enumerate(Token)}
 
 
 class BufferedFifo(Generic[Item]):
@@ -40,6 +41,18 @@ class BufferedFifo(Generic[Item]):
         if self.depth == 1:
             return self.out is None
         return len(self.inner) != self.depth - 1
+
+    def room(self) -> int:
+        """Writes it takes on consecutive cycles from now while nothing is read."""
+        if self.depth == 1:
+            return int(self.out is None)
+        return self.depth - 1 - len(self.inner)
+
+    def write_many(self, item: Item, count: int) -> None:
+        """``count`` writes of ``item`` on consecutive cycles while the output register is
+        full and nothing is read (at most :meth:`room`), applied at once."""
+        assert self.out is not None and count <= self.room()
+        self.inner.extend([item] * count)
 
     def r_rdy(self) -> bool:
         """An entry is readable this cycle (``out``)."""
@@ -93,8 +106,7 @@ class TokenCounters:
     @staticmethod
     def indices(tokens: Iterable[Token]) -> tuple[int, ...]:
         """The positions of ``tokens`` (what the other methods take)."""
-        order = list(Token)
-        return tuple(order.index(t) for t in tokens)
+        return tuple(_POSITION[t] for t in tokens)
 
     def available(self, tokens: tuple[int, ...]) -> bool:
         """Every counter in ``tokens`` is non-zero this cycle."""

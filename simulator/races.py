@@ -153,6 +153,10 @@ class RaceDetector:
             return access.positions
         granules = access.positions[:: self._granule] // self._granule
         pages = granules >> _PAGE_BITS
+        offsets = granules & (_PAGE - 1)
+        page = int(pages[0]) if pages.size else -1
+        if page in self._page_slot and (pages == page).all():  # one page, already mapped
+            return self._page_slot[page] * _PAGE + offsets
         unique, inverse = np.unique(pages, return_inverse=True)
         new = [int(p) for p in unique if int(p) not in self._page_slot]
         if new:
@@ -160,7 +164,7 @@ class RaceDetector:
             self._page_slot.update({p: first + i for i, p in enumerate(new)})
             self._dram.reserve(len(self._page_slot) * _PAGE)
         slots = np.array([self._page_slot[int(p)] for p in unique], dtype=np.int64)
-        return slots[inverse] * _PAGE + (granules & (_PAGE - 1))
+        return slots[inverse] * _PAGE + offsets
 
     def _raise(self, access: Access, positions: np.ndarray, found: _Conflict, index: int) -> None:
         first = int(np.argmax(found.mask))

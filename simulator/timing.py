@@ -29,6 +29,7 @@ from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
 from simulator.errors import SimulationError
 from simulator.events import Event, RunResult, StoreEvent
 from simulator.functional import FunctionalSimulator
+from simulator.plans import LoadsAlone
 from simulator.ports import NEVER
 from simulator.queues import BufferedFifo, TokenCounters
 from simulator.stats import BurstTiming, CycleStats
@@ -73,8 +74,8 @@ def time_run(
     """Time a functional run's events (the functional simulation itself is not repeated)."""
     timing = timing if timing is not None else TimingConfig()
     events = sorted(result.events, key=lambda e: e.index)
-    machine = _Machine(cfg, timing, events)
-    cycles = machine.run(stepped)
+    machine = _Machine(cfg, timing, events, stepped)
+    cycles = machine.run()
     bursts = [
         BurstTiming("read", port.clients[b.client].unit, b.beats, b.accepted, b.first, b.last)
         for port in machine.ports
@@ -101,44 +102,59 @@ def time_run(
 class _Machine:
     """The units of one run, wired as ``hw/top.py`` wires them."""
 
-    def __init__(self, cfg: AccelConfig, timing: TimingConfig, events: list[Event]) -> None:
+    def __init__(
+        self, cfg: AccelConfig, timing: TimingConfig, events: list[Event], stepped: bool
+    ) -> None:
+        self.stepped = stepped
         self.timeline = Timeline(len(events))
         self.queues = {stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage}
         self.tokens = TokenCounters()
         stages = [event.module for event in events]
         self.fetch = Fetch(cfg, timing, stages, self.queues, self.timeline)
-        engines, readers = module_engines(cfg, timing)
+        engines, readers = module_engines(cfg, timing, stepped)
         self.modules = [
             Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)
             for stage in Stage
         ]
         self.store_engine = engines[Stage.STORE][StoreEvent]
         self.ports = build_ports(timing, self.fetch, readers)
+        self.reader_modules = {readers[stage]: self.modules[stage - 1] for stage in readers}
+        self.loads_alone = LoadsAlone(cfg, timing)
         self.finisher = self.modules[Stage.COMPUTE - 1]
         self.queue_list = list(self.queues.values())
-        # asked in order of how often each has an event this cycle
         self.quiet_units = [*self.ports, *self.modules, self.fetch, *self.queue_list]
 
-    def run(self, stepped: bool) -> int:
+    def run(self) -> int:
         """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
         self.tick(0)  # the launch cycle: fetch starts
         self.timeline.restart_activity()
         t = 1
         while self.finisher.finished_at is None:
-            if not stepped or t % _STALL_CHECK == 0:
-                quiet = self.quiet(t)
-                if quiet >= NEVER:
-                    raise SimulationError(
-                        f"the timing model stalled at cycle {t} with no unit able to move "
-                        f"(a model error: the functional simulator ran this program)"
-                    )
-                if quiet and not stepped:
-                    self.skip(t, quiet)
-                    t += quiet
-                    continue
-            self.tick(t)
-            t += 1
+            if self.stepped:
+                if t % _STALL_CHECK == 0:
+                    self._check(t, self.quiet(t))
+                self.tick(t)
+                t += 1
+                continue
+            cycles = self._check(t, self.quiet(t))
+            if cycles:
+                self.skip(t, cycles)
+            else:
+                cycles = self.alone(t)
+                if not cycles:
+                    self.tick(t)
+                    cycles = 1
+            t += cycles
         return self.finisher.finished_at
+
+    @staticmethod
+    def _check(t: int, quiet: int) -> int:
+        if quiet >= NEVER:
+            raise SimulationError(
+                f"the timing model stalled at cycle {t} with no unit able to move "
+                f"(a model error: the functional simulator ran this program)"
+            )
+        return quiet
 
     def tick(self, t: int) -> None:
         for port in self.ports:
@@ -152,21 +168,43 @@ class _Machine:
         for queue in self.queue_list:
             queue.end_cycle()
 
-    def quiet(self, t: int) -> int:
-        """The cycles every unit can skip from ``t`` (0 as soon as one of them cannot)."""
+    def quiet(self, t: int, excluding: tuple[object, ...] = ()) -> int:
+        """The cycles every unit (but those ``excluding``) can skip from ``t`` (0 as soon as
+        one of them cannot)."""
         quiet = NEVER
         for unit in self.quiet_units:
             q = unit.quiet(t)
-            if q < quiet:
+            if q < quiet and unit not in excluding:
                 if q == 0:
                     return 0
                 quiet = q
         return quiet
 
-    def skip(self, t: int, cycles: int) -> None:
-        streams = [port for port in self.ports if port.streaming(t)]
+    def skip(self, t: int, cycles: int, excluding: tuple[object, ...] = ()) -> None:
+        """Apply ``cycles`` quiet cycles from ``t`` to every unit but those ``excluding``."""
+        streams = [port for port in self.ports if port not in excluding and port.streaming(t)]
         self.fetch.skip(t, cycles)
         for module in self.modules:
-            module.skip(t, cycles)
+            if module not in excluding:
+                module.skip(t, cycles)
         for port in streams:  # last: the units above account the cycles from their state at t
             port.stream(t, cycles)
+
+    # ------------------------------------------------------------------ a reader alone
+    def alone(self, t: int) -> int:
+        """Run a read port and the one LOAD it serves on their own, through as many of their
+        events as the other units stay quiet for (they cannot see the port's grants and beats,
+        and nothing they do reaches the port before their own next event); the cycles run (0:
+        no port can)."""
+        for engine, module in self.reader_modules.items():
+            port = engine.port
+            if not module.running(engine) or engine.done() or not port.serves_only(engine):
+                continue
+            limit = self.quiet(t, (port, module))
+            if not limit:
+                return 0
+            cycles = self.loads_alone.run(t, limit, port, module)
+            if cycles:
+                self.skip(t, cycles, (port, module))
+            return cycles
+        return 0

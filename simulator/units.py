@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from isa import INSN_WIDTH, AccelConfig, Stage, TimingConfig
 from simulator.engines import Activity, IdleEngine, LoadEngine, LoopEngine, StoreEngine
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
+from simulator.plans import PlannedStoreEngine
 from simulator.ports import NEVER, ReadPort, RowCursor, RowWalker, TransferRows
 from simulator.queues import BufferedFifo, TokenCounters
 
@@ -81,7 +82,7 @@ class Fetch:
 
     # ------------------------------------------------------------------ read client
     def burst_request(self) -> int:
-        size = self.walker.burst()
+        size = self.walker.burst
         return size if size and self.reserved + size <= self.buffer_beats else 0
 
     def r_ready(self) -> bool:
@@ -90,10 +91,16 @@ class Fetch:
     takes_data = r_ready
 
     def stream_cycles(self, burst_left: int) -> int:
-        return 0  # every beat changes the beat buffer: one cycle at a time
+        """While the unpacker holds a complete instruction whose queue is full, beats only
+        fill the buffer: as many as it has room for, before the burst's last beat."""
+        complete, dispatch = self._unpack()
+        if not complete or dispatch:
+            return 0
+        return min(burst_left - 1, self.buffer.room())
 
     def stream(self, cycles: int) -> tuple[int, int]:
-        raise AssertionError("fetch takes its beats one cycle at a time")
+        self.buffer.write_many(True, cycles)
+        return cycles, 0
 
     # ------------------------------------------------------------------ one cycle
     def _unpack(self) -> tuple[bool, bool]:
@@ -113,7 +120,7 @@ class Fetch:
         if self.finished:
             self.activity[IDLE] += 1
             return
-        granted_beats = self.walker.burst() if self.granted else 0
+        granted_beats = self.walker.burst if self.granted else 0
         complete, dispatch = self._unpack()
         taken = False
         if dispatch:
@@ -234,6 +241,10 @@ class Module:
             activity = TOKEN
         self.activity[activity] += 1
 
+    def running(self, engine: object) -> bool:
+        """It runs an instruction on ``engine``."""
+        return self.state == _RUN and self.engine is engine
+
     def quiet(self, t: int) -> int:
         state = self.state
         if state == _RUN:
@@ -243,30 +254,29 @@ class Module:
         return 0 if self.tokens.available(self.pops[self.current]) else NEVER
 
     def skip(self, t: int, cycles: int) -> None:
-        if self.state == _TAKE:
-            activity = IDLE
-        elif self.state == _POP:
-            activity = TOKEN
+        if self.state == _RUN:
+            self.engine.skip(t, cycles, self.activity)
         else:
-            activity = self.engine.skip(t, cycles)
-        self.activity[activity] += cycles
+            self.activity[IDLE if self.state == _TAKE else TOKEN] += cycles
 
 
 _IDLE = IdleEngine()
 
 
 def module_engines(
-    cfg: AccelConfig, timing: TimingConfig
+    cfg: AccelConfig, timing: TimingConfig, stepped: bool
 ) -> tuple[dict[Stage, dict[type, object]], dict[Stage, LoadEngine]]:
     """Each module's engines by event type, and the engines that read memory (load's, and
-    compute's for micro-ops and accumulators)."""
+    compute's for micro-ops and accumulators). The event-driven scheduler (not ``stepped``)
+    plans each STORE when it starts (:mod:`simulator.plans`)."""
     load = LoadEngine(cfg, timing, "load")
     compute_load = LoadEngine(cfg, timing, "compute")
     loop = LoopEngine(cfg, timing)
+    store = StoreEngine(cfg, timing) if stepped else PlannedStoreEngine(cfg, timing)
     engines = {
         Stage.LOAD: {LoadEvent: load},
         Stage.COMPUTE: {LoadEvent: compute_load, GemmEvent: loop, AluEvent: loop},
-        Stage.STORE: {StoreEvent: StoreEngine(cfg, timing)},
+        Stage.STORE: {StoreEvent: store},
     }
     return engines, {Stage.LOAD: load, Stage.COMPUTE: compute_load}
 

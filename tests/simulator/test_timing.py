@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from isa import (
+    AXI_PAGE_BYTES,
     AccelConfig,
     AluInsn,
     AluOp,
@@ -36,6 +37,7 @@ from isa import (
 )
 from runtime.kernels import RESNET18_C2
 from simulator import CycleSimulator, FunctionalSimulator, time_run
+from simulator.ports import TransferRows
 from tests.conformance.cases import CASES
 from tests.conformance.conv_cases import build_conv2d
 from tests.conformance.random_programs import random_program
@@ -225,15 +227,73 @@ timings = st.builds(
 )
 
 
+#: buses of 4 and 32 bytes: elements and instructions several beats wide, or several per beat
+NARROW_BUS, WIDE_BUS = (AccelConfig.preset("tiny").replace(axi_width=w) for w in (32, 256))
+
+
 @settings(max_examples=60)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    cfg=st.sampled_from([AccelConfig.preset("tiny"), DEFAULT, ULTRA96, *UNUSUAL]),
+    cfg=st.sampled_from(
+        [AccelConfig.preset("tiny"), DEFAULT, ULTRA96, NARROW_BUS, WIDE_BUS, *UNUSUAL]
+    ),
     timing=timings,
 )
 def test_stepped_and_event_driven_agree_on_random_programs(seed, cfg, timing):
     event, stepped = _both(cfg, random_program(cfg, seed), timing)
     assert event == stepped
+
+
+@settings(max_examples=40)
+@given(
+    cfg=st.sampled_from([AccelConfig.preset("tiny"), DEFAULT, WIDE_BUS]),
+    mem=st.sampled_from([MemId.INP, MemId.WGT]),
+    y_size=st.integers(1, 6),
+    x_size=st.integers(1, 40),  # at most 240 rows: the tiny buffers hold 256
+    gap=st.integers(0, 300),
+    first=st.integers(0, 600),
+    second=st.integers(0, 600),
+    pages=st.integers(0, 2),
+    timing=timings,
+)
+def test_loads_of_equal_shape_take_equal_cycles(
+    cfg, mem, y_size, x_size, gap, first, second, pages, timing
+):
+    """TransferRows.shape names what the event-driven scheduler plans once and replays: two
+    LOADs of equal shape, wherever they are, run alike (stepped, so no plan is involved). A
+    LOAD moved by whole 4 KiB pages always has its shape."""
+    elem_bytes = cfg.elem_bytes(mem)
+    page_elems = max(1, AXI_PAGE_BYTES // elem_bytes)
+    runs = []
+    for base in (first, second, first + pages * page_elems):
+        rows = TransferRows(cfg, base * elem_bytes, elem_bytes, y_size, x_size, x_size + gap)
+        load = MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=mem,
+            sram_base=0,
+            dram_base=base,
+            y_size=y_size,
+            x_size=x_size,
+            x_stride=x_size + gap,
+            push_next_dep=True,
+        )
+        insns = [load, _mem(Opcode.LOAD, MemId.UOP, 0, pop_prev_dep=True), FinishInsn()]
+        end = (base + (y_size - 1) * (x_size + gap) + x_size) * elem_bytes
+        program = Program(cfg, insns, (), 0, [DramSegment("data", 0, bytes(end))])
+        result = FunctionalSimulator(cfg, detect_races=False).run(
+            program, np.zeros(end, dtype=np.uint8)
+        )
+        stats = time_run(cfg, result, timing, stepped=True)
+        start = stats.instructions[0].started
+        bursts = [
+            (b.beats, b.accepted - start, b.first - start, b.last - start)
+            for b in stats.bursts
+            if b.unit == "load"
+        ]
+        runs.append((rows.shape(), stats.instructions[0].duration, bursts))
+    assert runs[2] == runs[0]
+    if runs[1][0] == runs[0][0]:
+        assert runs[1] == runs[0]
 
 
 # ---------------------------------------------------------------------- what the stats show

@@ -1,0 +1,245 @@
+"""LOADs and STOREs simulated once per shape, on engines of their own, and replayed.
+
+Once a STORE has started, nothing it does depends on another unit: the write port is the store
+module's own, the memory takes a beat whenever a burst awaits one and answers each burst a fixed
+latency after its last beat. So :class:`PlannedStoreEngine` runs each STORE from its start to its
+end at once, on a :class:`~simulator.engines.StoreEngine` of its own (with that engine's own
+event-driven shortcuts), and then answers the module from that *plan*: the cycle the STORE ends
+at, and the activity of every cycle before it. The module's quiet time is then the whole rest of
+the STORE, so the other units skip over it too, however many rows and bursts it has.
+
+A LOAD shares its read port with fetch and the other module's LOADs. But while it is the only
+client with bursts presented or in flight, its port and its engine depend on no other unit until
+the next event of one of those (which the port's other clients reach before they present a
+burst). :class:`LoadsAlone` then runs the port and the engine on their own, through their
+grants, row hand-overs and bursts' last beats, up to that event. And if no other client has used
+the port since the LOAD started, the LOAD is exactly where a LOAD of its shape running alone on a
+port of its own would be; if that run (planned once per shape, like a STORE) ends before the
+other units' next event, the LOAD jumps to its end.
+
+A plan depends only on how the transfer's rows sit in the bus's beats and the 4 KiB pages
+(:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding. The cycle-stepped
+scheduler uses none of this, and the tests hold the two schedulers to the same cycles,
+activities and bursts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from isa import AccelConfig, TimingConfig
+from simulator.engines import Activity, Engine, LoadEngine, StoreEngine
+from simulator.errors import SimulationError
+from simulator.events import Event, StoreEvent
+from simulator.ports import NEVER, Burst, ReadPort, TransferRows
+
+if TYPE_CHECKING:
+    from simulator.units import Module
+
+__all__ = ["LoadsAlone", "PlannedStoreEngine"]
+
+_ACTIVITIES = tuple(Activity)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One LOAD or STORE run alone from its start (cycle 0): it is done at cycle
+    ``duration``; ``activity[c]`` is the engine's activity in cycle ``c`` (0 < c < duration);
+    its bursts, in the order they completed."""
+
+    duration: int
+    activity: bytes
+    kinds: tuple[Activity, ...]  # the activities that occur
+    bursts: tuple[Burst, ...]
+
+    @property
+    def beats(self) -> int:
+        return sum(b.beats for b in self.bursts)
+
+    def count(self, counts: list[int], low: int, high: int) -> None:
+        """Add the activity of cycles ``low`` to ``high`` (excluded) to ``counts``."""
+        for kind in self.kinds:
+            counts[kind] += self.activity.count(kind, low, high)
+
+
+def _simulate(
+    engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None
+) -> bytearray:
+    """Run ``engine`` alone on ``event`` (with ``port``, of which it is the only client, if it
+    reads memory), started at cycle 0, until it is done, as the event-driven scheduler would;
+    the activity of each cycle (cycle 0 is the module's)."""
+    engine.start(0, event)
+    activity = bytearray(1)
+    t = 1
+    while not engine.done():
+        quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER)
+        if quiet >= NEVER:
+            raise SimulationError(
+                f"the timing model stalled {t} cycles into instruction {event.index}, run "
+                f"alone (a model error)"
+            )
+        if quiet:
+            streaming = port is not None and port.streaming(t)
+            activity += bytes((engine.advance(t, quiet),)) * quiet
+            if streaming:
+                port.stream(t, quiet)
+            t += quiet
+        else:
+            if port is not None:
+                port.arbitrate(t)
+                port.deliver(t)
+            activity.append(engine.tick(t))
+            t += 1
+    return activity
+
+
+def _plan(engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None) -> _Plan:
+    activity = bytes(_simulate(engine, event, port))
+    kinds = tuple(a for a in Activity if a in activity[1:])
+    bursts = port.completed if port is not None else engine.completed
+    return _Plan(len(activity), activity, kinds, tuple(bursts))
+
+
+def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
+    """``burst`` ``origin`` cycles later (for ``client``)."""
+    moved = Burst(client, burst.accepted + origin, burst.ready + origin, burst.beats)
+    moved.left = burst.left
+    moved.first, moved.last = burst.first + origin, burst.last + origin
+    return moved
+
+
+class PlannedStoreEngine(Engine):
+    """The store engine, one plan per STORE (module docstring); at the end of a run,
+    :attr:`completed` and :attr:`beats` are the :class:`~simulator.engines.StoreEngine`'s."""
+
+    def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
+        self.cfg = cfg
+        self.timing = timing
+        self.plans: dict[tuple[object, ...], _Plan] = {}
+        self.plan = _Plan(0, b"", (), ())
+        self.event: StoreEvent | None = None
+        self.origin = 0  # the current STORE's start cycle
+        self.now = 0  # the next cycle the module accounts
+        self.finished: list[tuple[int, _Plan]] = []  # the STOREs before the current one
+
+    def _plan(self, event: StoreEvent) -> _Plan:
+        rows = TransferRows(
+            self.cfg,
+            event.dram_address,
+            event.elem_bytes,
+            event.y_size,
+            event.x_size,
+            event.x_stride,
+        )
+        key = rows.shape()
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = _plan(StoreEngine(self.cfg, self.timing), event)
+        return plan
+
+    def start(self, t: int, event: Event) -> None:
+        assert isinstance(event, StoreEvent)
+        if self.event is not None:  # the previous STORE is done
+            self.finished.append((self.origin, self.plan))
+        self.plan = self._plan(event)
+        self.event, self.origin, self.now = event, t, t + 1
+
+    def done(self) -> bool:
+        return self.now >= self.origin + self.plan.duration
+
+    def tick(self, t: int) -> Activity:
+        self.now = t + 1
+        return _ACTIVITIES[self.plan.activity[t - self.origin]]
+
+    def quiet(self, t: int) -> int:
+        return self.origin + self.plan.duration - t
+
+    def skip(self, t: int, cycles: int, counts: list[int]) -> None:
+        self.now = t + cycles
+        self.plan.count(counts, t - self.origin, t - self.origin + cycles)
+
+    # ------------------------------------------------------------------ what the stats read
+    def _all(self) -> list[tuple[int, _Plan]]:
+        """Every STORE run, with its start cycle (once the run is over: the functional
+        simulator orders every STORE before FINISH, so the last one is done too)."""
+        if self.event is None:
+            return self.finished
+        assert self.done(), "a STORE outlived FINISH"
+        return [*self.finished, (self.origin, self.plan)]
+
+    @property
+    def completed(self) -> list[Burst]:
+        return [_shifted(b, origin) for origin, plan in self._all() for b in plan.bursts]
+
+    @property
+    def beats(self) -> int:
+        return sum(plan.beats for _, plan in self._all())
+
+
+class LoadsAlone:
+    """Runs a read port and the one LOAD engine it serves on their own (module docstring)."""
+
+    def __init__(self, cfg: AccelConfig, timing: TimingConfig) -> None:
+        self.cfg = cfg
+        self.timing = timing
+        self.plans: dict[tuple[object, ...], _Plan] = {}
+
+    def run(self, t: int, limit: int, port: ReadPort, module: Module) -> int:
+        """Run ``port`` and ``module``'s LOAD engine, its only client with bursts presented
+        or in flight, for at most ``limit`` cycles from ``t`` and until the LOAD is done (the
+        module then retires it, with the other units); the cycles run."""
+        engine = module.engine
+        if port.alone_since(engine, engine.started):
+            plan = self._plan(engine)
+            left = engine.started + plan.duration - t
+            if left <= limit:
+                self._conclude(plan, t, port, module)
+                return left
+        return _run_alone(t, limit, port, module)
+
+    def _plan(self, engine: LoadEngine) -> _Plan:
+        key = engine.shape()
+        plan = self.plans.get(key)
+        if plan is None:
+            alone = LoadEngine(self.cfg, self.timing, engine.unit)
+            alone.port = ReadPort(self.timing, [alone])
+            plan = self.plans[key] = _plan(alone, engine.event, alone.port)
+        return plan
+
+    @staticmethod
+    def _conclude(plan: _Plan, t: int, port: ReadPort, module: Module) -> None:
+        """Take the LOAD on ``port`` from cycle ``t`` to its end, as ``plan`` runs it."""
+        engine = module.engine
+        origin = engine.started
+        now = t - origin
+        plan.count(module.activity, now, plan.duration)
+        client = port.clients.index(engine)
+        left = [b for b in plan.bursts if b.last >= now]  # those not completed yet
+        delivered = sum(b.beats - b.left for b in port.inflight)  # all the LOAD's
+        port.inflight.clear()
+        port.completed += (_shifted(b, origin, client) for b in left)
+        port.beats += sum(b.beats for b in left) - delivered
+        port.used(client, origin + plan.bursts[-1].last)
+        engine.conclude()
+
+
+def _run_alone(t: int, limit: int, port: ReadPort, module: Module) -> int:
+    """The machine's tick and skip, of ``port`` and ``module`` alone, for at most ``limit``
+    cycles and until the module's engine is done; the cycles run."""
+    engine, counts = module.engine, module.activity
+    end = t + limit
+    while t < end and not engine.done():
+        quiet = min(port.quiet(t), engine.quiet(t), end - t)
+        if quiet:
+            streaming = port.streaming(t)
+            engine.skip(t, quiet, counts)
+            if streaming:
+                port.stream(t, quiet)
+            t += quiet
+        else:
+            port.arbitrate(t)
+            port.deliver(t)
+            counts[engine.tick(t)] += 1
+            t += 1
+    return limit - (end - t)
