@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from isa.config import ALU_OPCODE_BITS, INSN_WIDTH, MEMOP_ID_BITS, OPCODE_BITS, UOP_WIDTH
@@ -56,11 +56,11 @@ class Field:
         """Verilog-style bit range, e.g. ``[25:10]``."""
         return f"[{self.offset}]" if self.width == 1 else f"[{self.msb}:{self.offset}]"
 
-    @property
+    @cached_property
     def min(self) -> int:
         return -(1 << (self.width - 1)) if self.signed else 0
 
-    @property
+    @cached_property
     def max(self) -> int:
         return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
 

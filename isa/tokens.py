@@ -8,6 +8,7 @@ hardware agree on one table (vta-facts 1.5).
 from __future__ import annotations
 
 from enum import Enum
+from functools import cache
 
 from isa.instructions import FinishInsn, Instruction, stage_of
 from isa.opcodes import Stage
@@ -51,18 +52,26 @@ def _neighbour(stage: Stage, step: int) -> Stage | None:
     return Stage(value) if value in Stage._value2member_map_ else None
 
 
-def _flag_tokens(insn: Instruction, pop: bool) -> list[tuple[str, Token | None]]:
-    stage = stage_of(insn)
+def _flag_tokens(insn: Instruction, pop: bool) -> tuple[tuple[str, Token | None], ...]:
+    """(flag, counter) for each of ``insn``'s set pop (or push) flags; None: no neighbour."""
+    if pop:
+        return _flag_table(stage_of(insn), True, insn.pop_prev_dep, insn.pop_next_dep)
+    return _flag_table(stage_of(insn), False, insn.push_prev_dep, insn.push_next_dep)
+
+
+@cache
+def _flag_table(
+    stage: Stage, pop: bool, prev: bool, next_: bool
+) -> tuple[tuple[str, Token | None], ...]:
     found = []
-    for direction, step in (("prev", -1), ("next", 1)):
-        flag = f"{'pop' if pop else 'push'}_{direction}_dep"
-        if getattr(insn, flag):
+    for direction, step, set_ in (("prev", -1, prev), ("next", 1, next_)):
+        if set_:
             other = _neighbour(stage, step)
             token = None
             if other is not None:
                 token = token_between(other, stage) if pop else token_between(stage, other)
-            found.append((flag, token))
-    return found
+            found.append((f"{'pop' if pop else 'push'}_{direction}_dep", token))
+    return tuple(found)
 
 
 def popped_tokens(insn: Instruction) -> tuple[Token, ...]:
