@@ -159,11 +159,12 @@ class LoadEngine(Engine):
         self.body_columns = range(0)
         self.event: LoadEvent | None = None  # the current LOAD
         self.started = -1  # and its start cycle
+        self._shape: tuple[object, ...] | None = None  # the current LOAD's, once asked for
 
     def start(self, t: int, event: Event) -> None:
         assert isinstance(event, LoadEvent)
         e = event
-        self.event, self.started = e, t
+        self.event, self.started, self._shape = e, t, None
         self.elem_beats, self.cursor = _start_transfer(self.cfg, self.walker, e)
         self.gather = 0
         self.width = e.x_pad_0 + e.x_size + e.x_pad_1
@@ -190,8 +191,18 @@ class LoadEngine(Engine):
     def shape(self) -> tuple[object, ...]:
         """What decides how the current LOAD runs from its start, on a port of its own: its
         rows as the bus sees them and its padding. LOADs of equal shape run alike."""
-        pads = (self.width, self.end, self.body_lines.start, self.body_columns.start)
-        return (self.walker.rows.shape(), pads)
+        if self._shape is None:
+            pads = (self.width, self.end, self.body_lines.start, self.body_columns.start)
+            self._shape = (self.walker.rows.shape(), pads)
+        return self._shape
+
+    def progress(self) -> tuple[object, ...]:
+        """Where the current LOAD is, which with its :meth:`shape` decides the rest of its
+        run (given the bursts in flight): the writer's position, the data side's and the
+        walker's."""
+        c = self.cursor
+        data = (c.active, c.lane, c.left) if c is not None else self.gather
+        return (self.pos, data, self.walker.progress())
 
     def conclude(self) -> None:
         """Jump to the end of the current LOAD (the rest of its run is known: that of a LOAD

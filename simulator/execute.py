@@ -84,6 +84,9 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
+        #: per memory type, its DRAM element's bytes and its buffer's rows (for every LOAD)
+        self._elem_bytes = {mem: cfg.elem_bytes(mem) for mem in MemId}
+        self._depth = {mem: cfg.buffer_depth(mem) for mem in MemId}
         #: GEMM/ALU instructions already run, by instruction and micro-op words: their checks
         #: passed and their step indices are known (they depend on nothing else)
         self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
@@ -101,7 +104,7 @@ class Executor:
         common = {"index": index, "module": module, "pops": pops, "pushes": pushes}
         if isinstance(insn, MemInsn):
             load = insn.opcode is Opcode.LOAD
-            elem_bytes = self.cfg.elem_bytes(insn.memory_type) if load else self.cfg.out_elem_bytes
+            elem_bytes = self._elem_bytes[insn.memory_type if load else MemId.OUT]
             common |= {
                 "memory_type": insn.memory_type,
                 "sram_base": insn.sram_base,
@@ -160,7 +163,7 @@ class Executor:
         mem, elem_bytes = insn.memory_type, event.elem_bytes
         if insn.x_size == 0:
             return event
-        depth = self.cfg.buffer_depth(mem)
+        depth = self._depth[mem]
         end = insn.sram_base + event.sram_rows
         if end > depth:
             raise self._fail(
@@ -285,8 +288,9 @@ class Executor:
             self._run_steps(insn, steps)
         rows = plan.rows
         acc = self.state.acc
-        acc[rows] = wrap(acc[rows], self.cfg.acc_width)
-        self.state.out[rows] = wrap(acc[rows], self.cfg.out_width)
+        wrapped = wrap(acc[rows], self.cfg.acc_width)
+        acc[rows] = wrapped
+        self.state.out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
 
     def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
@@ -330,9 +334,10 @@ class Executor:
     def _touched(
         self, chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks, operands: dict
     ) -> dict[Operand, np.ndarray]:
-        """Every row each operand reaches (repeats allowed)."""
+        """Every row each operand reaches, once (in the order the steps first reach them, or
+        in order for a long instruction)."""
         if isinstance(chunks, list):
-            return chunks[0]
+            return {op: _first_reached(rows) for op, rows in chunks[0].items()}
         seen = {
             op: np.zeros(self.cfg.buffer_depth(mem), dtype=bool) for op, mem in operands.items()
         }
@@ -461,6 +466,13 @@ class _LoopPlan:
     touched: dict[Operand, np.ndarray]
     rows: np.ndarray
     reusable: bool
+
+
+def _first_reached(rows: np.ndarray) -> np.ndarray:
+    """``rows`` without repeats, each where it first occurs (so the race detector, which
+    reports the first conflicting row, reports the same one as for ``rows``)."""
+    _, first = np.unique(rows, return_index=True)
+    return rows[np.sort(first)]
 
 
 def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:

@@ -121,27 +121,15 @@ class FunctionalSimulator:
 
     def _validate(self, instructions: Sequence[Instruction]) -> None:
         """The rules an instruction breaks whatever state it meets (fields, flags, memory
-        types, FINISH placement), checked before anything runs."""
+        types, FINISH placement), checked before anything runs (each distinct instruction
+        once: a repeat breaks no rule its first occurrence passed)."""
         if not instructions:
             raise SimulationError("the program is empty: it needs a FINISH")
+        passed: set[Instruction] = set()
         for index, insn in enumerate(instructions):
-            try:
-                encode(insn, self.cfg)
-            except EncodingError as err:
-                raise SimulationError(err.detail, index=index, insn=insn) from None
-            bad = illegal_flags(insn)
-            if bad:
-                why = " (FINISH carries no flags)" if isinstance(insn, FinishInsn) else ""
-                raise SimulationError(
-                    f"{', '.join(bad)} not allowed on a {stage_of(insn).name.lower()} "
-                    f"instruction{why}",
-                    index=index,
-                    insn=insn,
-                )
-            if isinstance(insn, MemInsn) and insn.x_size:
-                problem = _memory_problem(insn)
-                if problem:
-                    raise SimulationError(problem, index=index, insn=insn)
+            if insn not in passed:
+                self._check(index, insn)
+                passed.add(insn)
             if isinstance(insn, FinishInsn) and index != len(instructions) - 1:
                 raise SimulationError(
                     "FINISH must be the last instruction and appear once", index=index, insn=insn
@@ -151,6 +139,25 @@ class FunctionalSimulator:
             raise SimulationError(
                 "the program does not end with FINISH", index=last, insn=instructions[last]
             )
+
+    def _check(self, index: int, insn: Instruction) -> None:
+        """The rules of :meth:`_validate` that concern ``insn`` alone."""
+        try:
+            encode(insn, self.cfg)
+        except EncodingError as err:
+            raise SimulationError(err.detail, index=index, insn=insn) from None
+        bad = illegal_flags(insn)
+        if bad:
+            why = " (FINISH carries no flags)" if isinstance(insn, FinishInsn) else ""
+            raise SimulationError(
+                f"{', '.join(bad)} not allowed on a {stage_of(insn).name.lower()} instruction{why}",
+                index=index,
+                insn=insn,
+            )
+        if isinstance(insn, MemInsn) and insn.x_size:
+            problem = _memory_problem(insn)
+            if problem:
+                raise SimulationError(problem, index=index, insn=insn)
 
 
 def _check_dram(dram: object) -> None:

@@ -15,7 +15,10 @@ burst). :class:`LoadsAlone` then runs the port and the engine on their own, thro
 grants, row hand-overs and bursts' last beats, up to that event. And if no other client has used
 the port since the LOAD started, the LOAD is exactly where a LOAD of its shape running alone on a
 port of its own would be; if that run (planned once per shape, like a STORE) ends before the
-other units' next event, the LOAD jumps to its end.
+other units' next event, the LOAD jumps to its end. If another client has used the port, the
+LOAD falls behind that run, but it catches up with it as soon as it reaches a state the run
+passed through (its position in the transfer and the bursts in flight: they decide the rest),
+and jumps from there.
 
 A plan depends only on how the transfer's rows sit in the bus's beats and the 4 KiB pages
 (:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding. The cycle-stepped
@@ -25,7 +28,7 @@ activities and bursts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from isa import AccelConfig, TimingConfig
@@ -46,12 +49,14 @@ _ACTIVITIES = tuple(Activity)
 class _Plan:
     """One LOAD or STORE run alone from its start (cycle 0): it is done at cycle
     ``duration``; ``activity[c]`` is the engine's activity in cycle ``c`` (0 < c < duration);
-    its bursts, in the order they completed."""
+    its bursts, in the order they completed; for a LOAD, the first cycle it was in each state
+    it passed through (:func:`_state`)."""
 
     duration: int
     activity: bytes
     kinds: tuple[Activity, ...]  # the activities that occur
     bursts: tuple[Burst, ...]
+    cycles: dict[tuple[object, ...], int] = field(default_factory=dict)
 
     @property
     def beats(self) -> int:
@@ -63,16 +68,27 @@ class _Plan:
             counts[kind] += self.activity.count(kind, low, high)
 
 
+def _state(t: int, port: ReadPort, engine: LoadEngine) -> tuple[object, ...]:
+    """What decides the rest of a LOAD alone on ``port`` from cycle ``t`` (with its shape)."""
+    return (engine.progress(), port.inflight_state(t))
+
+
 def _simulate(
-    engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None
+    engine: LoadEngine | StoreEngine,
+    event: Event,
+    port: ReadPort | None = None,
+    cycles: dict[tuple[object, ...], int] | None = None,
 ) -> bytearray:
     """Run ``engine`` alone on ``event`` (with ``port``, of which it is the only client, if it
     reads memory), started at cycle 0, until it is done, as the event-driven scheduler would;
-    the activity of each cycle (cycle 0 is the module's)."""
+    the activity of each cycle (cycle 0 is the module's). A LOAD's states go into ``cycles``
+    (the first cycle of each)."""
     engine.start(0, event)
     activity = bytearray(1)
     t = 1
     while not engine.done():
+        if port is not None:
+            cycles.setdefault(_state(t, port, engine), t)
         quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER)
         if quiet >= NEVER:
             raise SimulationError(
@@ -95,10 +111,11 @@ def _simulate(
 
 
 def _plan(engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None) -> _Plan:
-    activity = bytes(_simulate(engine, event, port))
+    cycles: dict[tuple[object, ...], int] = {}
+    activity = bytes(_simulate(engine, event, port, cycles))
     kinds = tuple(a for a in Activity if a in activity[1:])
     bursts = port.completed if port is not None else engine.completed
-    return _Plan(len(activity), activity, kinds, tuple(bursts))
+    return _Plan(len(activity), activity, kinds, tuple(bursts), cycles)
 
 
 def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
@@ -107,6 +124,15 @@ def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
     moved.left = burst.left
     moved.first, moved.last = burst.first + origin, burst.last + origin
     return moved
+
+
+def _complete(burst: Burst, planned: Burst, origin: int) -> Burst:
+    """``burst``, in flight, completed as ``planned`` (``origin`` cycles later) completes."""
+    if burst.first < 0:
+        burst.first = planned.first + origin
+    burst.last = planned.last + origin
+    burst.left = 0
+    return burst
 
 
 class PlannedStoreEngine(Engine):
@@ -190,13 +216,19 @@ class LoadsAlone:
         or in flight, for at most ``limit`` cycles from ``t`` and until the LOAD is done (the
         module then retires it, with the other units); the cycles run."""
         engine = module.engine
-        if port.alone_since(engine, engine.started):
-            plan = self._plan(engine)
-            left = engine.started + plan.duration - t
-            if left <= limit:
-                self._conclude(plan, t, port, module)
-                return left
-        return _run_alone(t, limit, port, module)
+        plan = self._plan(engine)
+        end = t + limit
+        now = t - engine.started if port.alone_since(engine, engine.started) else None
+        while now is None and t < end and not engine.done():
+            now = plan.cycles.get(_state(t, port, engine))
+            if now is None:
+                t = _step(t, end, port, module)
+        if now is not None and plan.duration - now <= end - t:
+            self._conclude(plan, now, t, port, module)
+            t += plan.duration - now
+        while t < end and not engine.done():  # it follows the plan, whose end is too far
+            t = _step(t, end, port, module)
+        return limit - (end - t)
 
     def _plan(self, engine: LoadEngine) -> _Plan:
         key = engine.shape()
@@ -208,38 +240,36 @@ class LoadsAlone:
         return plan
 
     @staticmethod
-    def _conclude(plan: _Plan, t: int, port: ReadPort, module: Module) -> None:
-        """Take the LOAD on ``port`` from cycle ``t`` to its end, as ``plan`` runs it."""
+    def _conclude(plan: _Plan, now: int, t: int, port: ReadPort, module: Module) -> None:
+        """Take the LOAD on ``port`` from cycle ``t``, where it is in the state ``plan`` was
+        in at cycle ``now``, to its end, as ``plan`` runs it."""
         engine = module.engine
-        origin = engine.started
-        now = t - origin
+        origin = t - now
         plan.count(module.activity, now, plan.duration)
         client = port.clients.index(engine)
         left = [b for b in plan.bursts if b.last >= now]  # those not completed yet
-        delivered = sum(b.beats - b.left for b in port.inflight)  # all the LOAD's
+        inflight = list(port.inflight)  # all the LOAD's: the first of those left
         port.inflight.clear()
-        port.completed += (_shifted(b, origin, client) for b in left)
-        port.beats += sum(b.beats for b in left) - delivered
-        port.used(client, origin + plan.bursts[-1].last)
+        port.beats += sum(b.left for b in inflight) + sum(b.beats for b in left[len(inflight) :])
+        port.completed += map(_complete, inflight, left, [origin] * len(inflight))
+        port.completed += (_shifted(b, origin, client) for b in left[len(inflight) :])
+        if left:
+            port.used(client, origin + left[-1].last)
         engine.conclude()
 
 
-def _run_alone(t: int, limit: int, port: ReadPort, module: Module) -> int:
-    """The machine's tick and skip, of ``port`` and ``module`` alone, for at most ``limit``
-    cycles and until the module's engine is done; the cycles run."""
-    engine, counts = module.engine, module.activity
-    end = t + limit
-    while t < end and not engine.done():
-        quiet = min(port.quiet(t), engine.quiet(t), end - t)
-        if quiet:
-            streaming = port.streaming(t)
-            engine.skip(t, quiet, counts)
-            if streaming:
-                port.stream(t, quiet)
-            t += quiet
-        else:
-            port.arbitrate(t)
-            port.deliver(t)
-            counts[engine.tick(t)] += 1
-            t += 1
-    return limit - (end - t)
+def _step(t: int, end: int, port: ReadPort, module: Module) -> int:
+    """The machine's tick or skip, of ``port`` and ``module`` alone, from ``t`` (a skip stops
+    at ``end``); the next cycle."""
+    engine = module.engine
+    quiet = min(port.quiet(t), engine.quiet(t), end - t)
+    if quiet:
+        streaming = port.streaming(t)
+        engine.skip(t, quiet, module.activity)
+        if streaming:
+            port.stream(t, quiet)
+        return t + quiet
+    port.arbitrate(t)
+    port.deliver(t)
+    module.activity[engine.tick(t)] += 1
+    return t + 1

@@ -134,6 +134,12 @@ class RowWalker:
     def busy(self) -> bool:
         return self.state != _IDLE or self.splitting
 
+    def progress(self) -> tuple[int, ...]:
+        """Where it is in its transfer, which with the transfer's :meth:`TransferRows.shape`
+        decides the rest of its walk (the beat index matters only through the page room,
+        which the row, the beats left and the shape fix)."""
+        return (self.state, self.row, self.splitting, self.left, self.burst)
+
     @property
     def describing(self) -> bool:
         """A row descriptor is presented to the data side this cycle."""
@@ -277,6 +283,7 @@ class ReadPort:
             [((last + step) % n, clients[(last + step) % n]) for step in range(1, n + 1)]
             for last in range(n)
         ]
+        self._requests = [client.burst_request for client in clients]
 
     # ------------------------------------------------------------------ one cycle
     def arbitrate(self, t: int) -> None:
@@ -330,6 +337,11 @@ class ReadPort:
             return False
         return all(last <= cycle for other, last in enumerate(self.last_used) if other != index)
 
+    def inflight_state(self, t: int) -> tuple[tuple[int, int, int], ...]:
+        """The bursts in flight at cycle ``t`` as they decide the port's next cycles: the
+        cycles until each may move (0: now), its beats and the beats it has left."""
+        return tuple((max(b.ready - t, 0), b.beats, b.left) for b in self.inflight)
+
     def used(self, client: int, last: int) -> None:
         """Client ``client`` had the port's last grant and completed a burst at cycle ``last``
         (applied at once when its bursts were replayed from a plan)."""
@@ -339,8 +351,8 @@ class ReadPort:
     def quiet(self, t: int) -> int:
         """Cycles from ``t`` in which the port only streams beats in bulk (or waits)."""
         if len(self.inflight) < self.depth:
-            for client in self.clients:
-                if client.burst_request():
+            for request in self._requests:
+                if request():
                     return 0
         if not self.inflight:
             return NEVER

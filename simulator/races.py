@@ -68,48 +68,56 @@ class _Conflict:
 
 
 class _Shadow:
-    """Last writer and latest reader per module, for each position of one space. Sequence
-    numbers start at 1; 0 means "none"."""
+    """The earlier accesses to remember, for each position of one space, as sequence numbers
+    (from 1; 0 means "none") in one table: row ``m`` holds the last write if module ``m`` made
+    it (so only the last writer's row is non-zero), row ``_MODULES + m`` module ``m``'s latest
+    read.
+
+    A module's own earlier accesses are ordered before its new one (its clock entry is the new
+    access's sequence number) and every clock entry is at least 0, so an entry is unordered
+    with the new access exactly when it exceeds the new access's clock entry for its module:
+    one comparison of the table with the clock, written twice (:func:`_bound`), checks every
+    position at once."""
 
     def __init__(self, size: int) -> None:
-        self.writer_module = np.zeros(size, dtype=np.int8)
-        self.writer_seq = np.zeros(size, dtype=np.int32)
-        self.reader_seq = np.zeros((_MODULES, size), dtype=np.int32)
+        self.seqs = np.zeros((2 * _MODULES, size), dtype=np.int32)
 
     def reserve(self, size: int) -> None:
         """Make room for ``size`` positions, at least doubling (amortised O(1) per page)."""
-        old = len(self.writer_seq)
-        if size <= old:
-            return
-        fresh = _Shadow(max(size, 2 * old) - old)
-        self.writer_module = np.concatenate([self.writer_module, fresh.writer_module])
-        self.writer_seq = np.concatenate([self.writer_seq, fresh.writer_seq])
-        self.reader_seq = np.concatenate([self.reader_seq, fresh.reader_seq], axis=1)
+        old = self.seqs.shape[1]
+        if size > old:
+            fresh = np.zeros((2 * _MODULES, max(size, 2 * old) - old), dtype=np.int32)
+            self.seqs = np.concatenate([self.seqs, fresh], axis=1)
 
-    def conflict(
-        self, module: int, clock: np.ndarray, positions: np.ndarray, write: bool
-    ) -> _Conflict | None:
-        """The first kind of unordered conflict a new access would have, or None."""
-        writer = self.writer_module[positions]
-        seqs = self.writer_seq[positions]
-        unordered = (seqs > 0) & (writer != module) & (seqs > clock[writer])
-        if unordered.any():
-            return _Conflict(unordered, writer, seqs, "writes")
-        if write:
-            for other in range(_MODULES):
-                if other != module:
-                    seqs = self.reader_seq[other, positions]
-                    unordered = seqs > clock[other]
-                    if unordered.any():
-                        return _Conflict(unordered, np.full_like(writer, other), seqs, "reads")
-        return None
+    def conflict(self, bound: np.ndarray, positions: np.ndarray, write: bool) -> _Conflict | None:
+        """The first kind of unordered conflict a new access (``bound``: its clock, written
+        twice, as a column) would have, or None. A read conflicts with writes only."""
+        rows = 2 * _MODULES if write else _MODULES
+        seqs = self.seqs[:rows].take(positions, axis=1)
+        unordered = seqs > bound[:rows]
+        if not np.count_nonzero(unordered):
+            return None
+        writes = unordered[:_MODULES]
+        if writes.any():
+            writers = seqs[:_MODULES]
+            mask, module = writes.any(axis=0), writers.argmax(axis=0)
+            return _Conflict(mask, module, writers.max(axis=0), "writes")
+        reader = int(unordered[_MODULES:].any(axis=1).argmax())
+        reads = unordered[_MODULES + reader]
+        return _Conflict(reads, np.full(len(reads), reader), seqs[_MODULES + reader], "reads")
 
     def record(self, module: int, seq: int, positions: np.ndarray, write: bool) -> None:
         if write:
-            self.writer_module[positions] = module
-            self.writer_seq[positions] = seq
+            for writer in range(_MODULES):
+                self.seqs[writer, positions] = seq if writer == module else 0
         else:
-            self.reader_seq[module, positions] = seq
+            self.seqs[_MODULES + module, positions] = seq
+
+
+def _bound(clock: np.ndarray) -> np.ndarray:
+    """What :meth:`_Shadow.conflict` compares the table with: ``clock`` for the writes' rows
+    and again for the reads' rows, as a column of the table's type."""
+    return np.concatenate((clock, clock)).astype(np.int32)[:, None]
 
 
 class RaceDetector:
@@ -135,9 +143,10 @@ class RaceDetector:
         raise RaceError if one is unordered with a conflicting earlier access of another
         module, else remember them. Nothing is recorded when a race is raised."""
         me = self._module[index]
+        bound = _bound(clock)
         mapped = [(a, self._table(a.space), self._positions(a)) for a in accesses]
         for access, table, positions in mapped:
-            found = table.conflict(me, clock, positions, access.write)
+            found = table.conflict(bound, positions, access.write)
             if found is not None:
                 self._raise(access, positions, found, index)
         seq = int(clock[me])
@@ -152,11 +161,14 @@ class RaceDetector:
         if access.space is not Space.DRAM:
             return access.positions
         granules = access.positions[:: self._granule] // self._granule
+        if not granules.size:
+            return granules
+        # every row starts after the one before and is as long: the ends are the extremes
+        page = int(granules[0]) >> _PAGE_BITS
+        if page in self._page_slot and int(granules[-1]) >> _PAGE_BITS == page:
+            return granules + (self._page_slot[page] - page) * _PAGE  # one page, mapped
         pages = granules >> _PAGE_BITS
         offsets = granules & (_PAGE - 1)
-        page = int(pages[0]) if pages.size else -1
-        if page in self._page_slot and (pages == page).all():  # one page, already mapped
-            return self._page_slot[page] * _PAGE + offsets
         unique, inverse = np.unique(pages, return_inverse=True)
         new = [int(p) for p in unique if int(p) not in self._page_slot]
         if new:
