@@ -7,7 +7,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS := dev,cpu,hw,plots,rtl
-APT_PACKAGES := yosys g++ make perl libpython3.11
+# gcc: `cc` links the compiler's shared libraries (tests/compiler/test_codegen.py).
+APT_PACKAGES := yosys gcc g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test lint unit bench clean

@@ -4,7 +4,6 @@ code, parallel loops, object files and shared libraries, and targets."""
 from __future__ import annotations
 
 import ctypes
-import shutil
 import threading
 
 import numpy as np
@@ -129,12 +128,16 @@ def test_virtual_threads_run_serially_on_the_cpu():
 def test_object_file_and_shared_library(tmp_path, saxpy):
     data = saxpy.module.emit_object(tmp_path / "saxpy.o")
     assert data[:4] == b"\x7fELF" and (tmp_path / "saxpy.o").read_bytes() == data
-    if shutil.which("cc") is None:
-        pytest.skip("no system C compiler to link a shared library")  # pragma: no cover
     library = ctypes.CDLL(str(saxpy.module.export_library(tmp_path / "libsaxpy.so")))
     x, y, out = _arrays()
     library.main(*(ctypes.c_void_p(a.ctypes.data) for a in (x, y, out)), None)
     np.testing.assert_array_equal(out, 2 + y)
+
+
+def test_a_missing_linker_is_a_compile_error(tmp_path, saxpy):
+    with pytest.raises(CompileError, match="linking libsaxpy.so with no-such-cc failed"):
+        saxpy.module.export_library(tmp_path / "libsaxpy.so", cc="no-such-cc")
+    assert not (tmp_path / "libsaxpy.so").exists()
 
 
 def test_cross_compiling_for_the_pynq_arm_core(saxpy):
