@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,14 @@ class AccelConfig:
 
     def elem_bytes(self, mem: MemId) -> int:
         """Bytes of one DRAM element of memory type ``mem`` (the unit of ``dram_base``)."""
+        return self._elem_bytes_by_mem[MemId(mem)]
+
+    def buffer_depth(self, mem: MemId) -> int:
+        """Rows of the on-chip buffer that memory type ``mem`` reads or writes."""
+        return self._depth_by_mem[MemId(mem)]
+
+    @cached_property
+    def _elem_bytes_by_mem(self) -> dict[MemId, int]:
         return {
             MemId.UOP: self.uop_elem_bytes,
             MemId.WGT: self.wgt_elem_bytes,
@@ -344,10 +353,10 @@ class AccelConfig:
             MemId.ACC: self.acc_elem_bytes,
             MemId.OUT: self.out_elem_bytes,
             MemId.ACC_8BIT: self.acc8_elem_bytes,
-        }[MemId(mem)]
+        }
 
-    def buffer_depth(self, mem: MemId) -> int:
-        """Rows of the on-chip buffer that memory type ``mem`` reads or writes."""
+    @cached_property
+    def _depth_by_mem(self) -> dict[MemId, int]:
         return {
             MemId.UOP: self.uop_buff_depth,
             MemId.WGT: self.wgt_buff_depth,
@@ -355,7 +364,7 @@ class AccelConfig:
             MemId.ACC: self.acc_buff_depth,
             MemId.OUT: self.out_buff_depth,
             MemId.ACC_8BIT: self.acc_buff_depth,
-        }[MemId(mem)]
+        }
 
     @property
     def fingerprint(self) -> str:

@@ -84,9 +84,6 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
-        #: per memory type, its DRAM element's bytes and its buffer's rows (for every LOAD)
-        self._elem_bytes = {mem: cfg.elem_bytes(mem) for mem in MemId}
-        self._depth = {mem: cfg.buffer_depth(mem) for mem in MemId}
         #: GEMM/ALU instructions already run, by instruction and micro-op words: their checks
         #: passed and their step indices are known (they depend on nothing else)
         self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
@@ -104,7 +101,7 @@ class Executor:
         common = {"index": index, "module": module, "pops": pops, "pushes": pushes}
         if isinstance(insn, MemInsn):
             load = insn.opcode is Opcode.LOAD
-            elem_bytes = self._elem_bytes[insn.memory_type if load else MemId.OUT]
+            elem_bytes = self.cfg.elem_bytes(insn.memory_type if load else MemId.OUT)
             common |= {
                 "memory_type": insn.memory_type,
                 "sram_base": insn.sram_base,
@@ -163,7 +160,7 @@ class Executor:
         mem, elem_bytes = insn.memory_type, event.elem_bytes
         if insn.x_size == 0:
             return event
-        depth = self._depth[mem]
+        depth = self.cfg.buffer_depth(mem)
         end = insn.sram_base + event.sram_rows
         if end > depth:
             raise self._fail(
