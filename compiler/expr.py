@@ -3,8 +3,9 @@
 Expressions are frozen dataclasses compared structurally, except :class:`Var` and
 :class:`IterVar`, which have identity (two loop variables named ``i`` are different variables).
 Python operators build nodes (``a + 1``, ``i * 4 + j``, ``x < y``); a Python number adopts the
-dtype of the expression it meets. Mixing dtypes needs an explicit :func:`cast`, and integer
-division is written ``//`` (floor division, with ``%`` the matching floor modulo).
+dtype of the expression it meets. Mixing dtypes needs an explicit :func:`cast` (or
+``expr.astype(dtype)``), integer division is written ``//`` (floor division, with ``%`` the
+matching floor modulo), and ``>>`` / ``<<`` shift integers (see :class:`BinOp`).
 
 Each node class lists its sub-expression fields in ``children``, which drives the generic
 traversals in :mod:`compiler.visit`.
@@ -142,6 +143,18 @@ class Expr(Node):
     def __neg__(self) -> Expr:
         return _binary(BinOp.SUB, 0, self)
 
+    def __rshift__(self, other: Any) -> Expr:
+        return _shift(BinOp.SHR, self, other)
+
+    def __rrshift__(self, other: Any) -> Expr:
+        return _shift(BinOp.SHR, other, self)
+
+    def __lshift__(self, other: Any) -> Expr:
+        return _shift(BinOp.SHL, self, other)
+
+    def __rlshift__(self, other: Any) -> Expr:
+        return _shift(BinOp.SHL, other, self)
+
     def __lt__(self, other: Any) -> Expr:
         return _compare(CmpOp.LT, self, other)
 
@@ -171,6 +184,13 @@ class Expr(Node):
             "an expression has no truth value: use te.select / te.all_of instead of Python "
             "'if', 'and', 'or'",
         )
+
+    def astype(self, dtype: DType | str) -> Expr:
+        """This expression converted to ``dtype`` (TVM's spelling of ``te.cast(dtype, expr)``);
+        the expression itself (an :class:`IterVar`'s variable) when it already has ``dtype``."""
+        value = as_expr(self)
+        target = DType.of(dtype)
+        return value if value.dtype is target else Cast(target, value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,6 +245,16 @@ class Const(Expr):
 
 
 class BinOp(Enum):
+    """Binary operators; both operands have the result's dtype.
+
+    ``SHR`` (``a >> b``) is an arithmetic right shift and ``SHL`` (``a << b``) a left shift that
+    wraps in the dtype; both take integers only. The amount is read as unsigned, as numpy's
+    ``right_shift`` and ``left_shift`` read it: an amount of ``bits`` or more, or a negative one,
+    gives the sign fill (0 or -1) for ``>>`` and 0 for ``<<``. A constant amount outside
+    ``0 .. bits - 1`` is refused when the expression is built; one only known at run time (or
+    revealed by simplification) follows that rule.
+    """
+
     ADD = "+"
     SUB = "-"
     MUL = "*"
@@ -235,6 +265,8 @@ class BinOp(Enum):
     MAX = "max"
     AND = "&&"
     OR = "||"
+    SHR = ">>"
+    SHL = "<<"
 
 
 @dataclass(frozen=True)
@@ -419,6 +451,18 @@ def _binary(op: BinOp, a: Any, b: Any) -> Expr:
     if op in (BinOp.FLOOR_DIV, BinOp.FLOOR_MOD) and left.dtype.is_float:
         raise CompileError(f"'{op.value}' needs integers, got {left.dtype}", op=op.value)
     return Binary(op, left, right)
+
+
+def _shift(op: BinOp, a: Any, b: Any) -> Expr:
+    dtype = (a if isinstance(a, Expr) else as_expr(b)).dtype
+    if dtype.is_float or dtype is DType.BOOL:
+        raise CompileError(f"'{op.value}' needs integers, got {dtype}", op=op.value)
+    amount = b.value if isinstance(b, Const) else b
+    if isinstance(amount, int | np.integer) and not 0 <= amount < dtype.bits:
+        raise CompileError(
+            f"shift amount {amount} is outside 0..{dtype.bits - 1} for {dtype}", op=op.value
+        )
+    return Binary(op, *_operands(op.value, a, b))
 
 
 def _compare(op: CmpOp, a: Any, b: Any) -> Expr:

@@ -40,15 +40,18 @@ from compiler.ir import (
 
 __all__ = ["format_expr", "format_func", "format_stmt"]
 
+#: Binding strength of each infix operator, as in C: shifts between comparisons and ``+``.
 _PRECEDENCE = {
     BinOp.OR: 1,
     BinOp.AND: 2,
-    BinOp.ADD: 4,
-    BinOp.SUB: 4,
-    BinOp.MUL: 5,
-    BinOp.DIV: 5,
-    BinOp.FLOOR_DIV: 5,
-    BinOp.FLOOR_MOD: 5,
+    BinOp.SHR: 4,
+    BinOp.SHL: 4,
+    BinOp.ADD: 5,
+    BinOp.SUB: 5,
+    BinOp.MUL: 6,
+    BinOp.DIV: 6,
+    BinOp.FLOOR_DIV: 6,
+    BinOp.FLOOR_MOD: 6,
 }
 _COMPARE = 3
 _ATOM = 9
@@ -166,6 +169,10 @@ def _stmt(s: Stmt, names: _Names, depth: int, out: list[str]) -> None:
     elif isinstance(s, CallIntrinsic):
         args = ", ".join(format_expr(a, names) for a in s.args)
         out.append(f"{pad}call {s.intrin.name}({args})")
+    elif hasattr(
+        s, "describe"
+    ):  # a statement of a later layer (the accelerator's) describes itself
+        out.append(pad + s.describe(lambda e: format_expr(e, names)))
     else:
         raise TypeError(f"cannot print {type(s).__name__}")
 

@@ -18,7 +18,15 @@ from typing import Any
 from compiler.errors import ScheduleError
 from compiler.expr import Expr, IterKind, IterVar, Reduce, TensorRead, Var
 from compiler.ir import ForKind, Scope
-from compiler.te import ComputeOp, PlaceholderOp, Tensor, TensorIntrin
+from compiler.te import (
+    VIRTUAL_THREAD_TAGS,
+    ComputeOp,
+    PlaceholderOp,
+    Tensor,
+    TensorIntrin,
+    ThreadAxis,
+    ThreadTag,
+)
 from compiler.visit import substitute, transform, walk
 
 __all__ = [
@@ -45,17 +53,6 @@ __all__ = [
     "apply_step",
     "create_schedule",
 ]
-
-
-class ThreadTag(Enum):
-    """GPU grid axes a loop can be bound to."""
-
-    BLOCK_X = "blockIdx.x"
-    BLOCK_Y = "blockIdx.y"
-    BLOCK_Z = "blockIdx.z"
-    THREAD_X = "threadIdx.x"
-    THREAD_Y = "threadIdx.y"
-    THREAD_Z = "threadIdx.z"
 
 
 # ----------------------------------------------------------------------------------- steps
@@ -591,9 +588,23 @@ class Stage:
         a serial loop on the CPU)."""
         self._schedule.apply(Annotate(self.op, axis, ForKind.VTHREAD))
 
-    def bind(self, axis: IterVar, thread: ThreadTag | str) -> None:
-        tag = thread if isinstance(thread, ThreadTag) else ThreadTag(thread)
-        self._schedule.apply(Bind(self.op, axis, tag))
+    def bind(self, axis: IterVar, thread: ThreadAxis | ThreadTag | str) -> None:
+        """Bind ``axis`` to ``thread`` (``te.thread_axis(tag)``, a :class:`ThreadTag` or its
+        tag): a GPU grid axis appends a :class:`Bind` step; a virtual thread (``"cthread"``,
+        ``"vthread"``) appends the same step as :meth:`vthread`."""
+        tag = thread.tag if isinstance(thread, ThreadAxis) else thread
+        if tag in VIRTUAL_THREAD_TAGS:
+            self.vthread(axis)
+            return
+        try:
+            grid = ThreadTag(tag)
+        except ValueError:
+            raise ScheduleError(
+                f"bind: unknown thread tag {tag!r}",
+                stage=self.op.name,
+                axis=getattr(axis, "name", repr(axis)),
+            ) from None
+        self._schedule.apply(Bind(self.op, axis, grid))
 
     def pragma(self, axis: IterVar, name: str, value: Any = True) -> None:
         self._schedule.apply(Pragma(self.op, axis, name, value))

@@ -4,7 +4,8 @@ Integer (int32) index arithmetic is put in a canonical linear form, ``sum(coef *
 so ``(i*8 + 7) - i*8`` becomes ``7``; floor division and modulo by a positive constant use the
 exact identities ``(a*c + b) // c == a + b // c`` and ``(a*c + b) % c == b % c`` and the ranges
 of loop variables (``x // 8 == 0`` and ``x % 8 == x`` when ``0 <= x < 8``). Constants fold with
-the wrap-around of their dtype; comparisons and selects fold when the ranges decide them.
+the wrap-around of their dtype (shifts as :func:`fold_shift` says); ``x >> 0`` and ``x << 0``
+are ``x``; comparisons and selects fold when the ranges decide them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,16 @@ from compiler.expr import (
 from compiler.ir import Allocate, AttrStmt, For, ForKind, IfThenElse, LoweredFunc, Seq, Stmt, seq
 from compiler.visit import substitute, transform
 
-__all__ = ["ONE", "Ranges", "const_bounds", "from_linear", "linear", "simplify", "simplify_expr"]
+__all__ = [
+    "ONE",
+    "Ranges",
+    "const_bounds",
+    "fold_shift",
+    "from_linear",
+    "linear",
+    "simplify",
+    "simplify_expr",
+]
 
 #: Inclusive ``(lo, hi)`` range of each loop variable.
 Ranges = Mapping[Var, tuple[int, int]]
@@ -58,6 +68,15 @@ _CMP = {
 }
 
 
+def fold_shift(op: BinOp, value: int, amount: int, bits: int) -> int:
+    """``value >> amount`` (``SHR``) or ``value << amount`` (``SHL``) of a ``bits``-wide integer,
+    before wrapping to the dtype: an ``amount`` outside ``0 .. bits - 1`` (a negative one
+    included, as numpy reads it) shifts right by ``bits - 1`` (the sign fill) or gives 0."""
+    if op is BinOp.SHR:
+        return value >> (amount if 0 <= amount < bits else bits - 1)
+    return value << amount if 0 <= amount < bits else 0
+
+
 def _wrap(value: int | float, dtype: DType) -> int | float:
     if dtype.is_float:
         return float(np.float32(value))
@@ -78,6 +97,8 @@ def const_bounds(expr: Expr, ranges: Ranges) -> Bound:
     if isinstance(expr, Binary) and expr.dtype is DType.INT32:
         a = const_bounds(expr.a, ranges)
         b = const_bounds(expr.b, ranges)
+        if expr.op in (BinOp.SHR, BinOp.SHL):
+            return _shift_bounds(expr.op, a, b, expr.dtype)
         return _binary_bounds(expr.op, a, b)
     if isinstance(expr, Select):
         t = const_bounds(expr.true_value, ranges)
@@ -122,6 +143,26 @@ def _binary_bounds(op: BinOp, a: Bound, b: Bound) -> Bound:
                 return (a[0] % c, a[1] % c)
             return (0, c - 1)
     return (None, None)
+
+
+def _shift_bounds(op: BinOp, a: Bound, b: Bound, dtype: DType) -> Bound:
+    """Bounds of ``a >> b`` or ``a << b`` (amounts taken as :func:`fold_shift` takes them). Both
+    are monotonic in the value and in the amount, so the ends of the ranges decide. A left
+    shift that may wrap has unknown bounds."""
+    if None in a or None in b:
+        return (None, None)
+    bits = dtype.bits
+    outside = b[0] < 0 or b[1] >= bits  # some amount shifts every bit out
+    lo, hi = max(b[0], 0), min(b[1], bits - 1)
+    amounts = (lo, hi) if lo <= hi else ()  # the ends of the amounts in range
+    if op is BinOp.SHR:
+        results = [x >> s for x in a for s in (*amounts, *((bits - 1,) if outside else ()))]
+        return (min(results), max(results))
+    results = [x << s for x in a for s in amounts] + ([0] if outside else [])
+    info = np.iinfo(dtype.numpy)
+    if min(results) < info.min or max(results) > info.max:
+        return (None, None)
+    return (min(results), max(results))
 
 
 def _add(x: int | None, y: int | None) -> int | None:
@@ -225,6 +266,8 @@ def _rewrite_binary(node: Binary, ranges: Ranges) -> Expr | None:
     a, b, op, dtype = node.a, node.b, node.op, node.dtype
     if isinstance(a, Const) and isinstance(b, Const):
         return _fold(op, a, b, dtype)
+    if op in (BinOp.SHR, BinOp.SHL):
+        return a if isinstance(b, Const) and b.value == 0 else None
     if op in (BinOp.AND, BinOp.OR):
         for x, y in ((a, b), (b, a)):
             if isinstance(x, Const):
@@ -267,6 +310,8 @@ def _fold(op: BinOp, a: Const, b: Const, dtype: DType) -> Expr:
         if y == 0:
             raise CompileError(f"integer {op.value} by zero", op=op.value)
         return Const(_wrap(x // y if op is BinOp.FLOOR_DIV else x % y, dtype), dtype)
+    if op in (BinOp.SHR, BinOp.SHL):
+        return Const(_wrap(fold_shift(op, int(x), int(y), dtype.bits), dtype), dtype)
     return Const(_wrap(_FOLD[op](x, y), dtype), dtype)
 
 

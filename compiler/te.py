@@ -5,13 +5,20 @@ at each index is ``fcompute(*axes)``; reductions (``sum``, ``max``, ``min``) run
 by ``reduce_axis``. Shapes are static. Every read is checked when the compute is declared: the
 index count, and (where the index does not sit under a ``select``) that the index stays inside the
 tensor for every value of the axes, so a mistake names the tensor, the dimension and the compute.
+
+TVM's spellings work too: ``A(i, j)`` reads like ``A[i, j]`` (so ``lambda *i: A(*i)`` copies a
+tensor), ``expr.astype(dtype)`` casts, ``max(x, 0)`` and ``min(x, 127)`` are elementwise when
+their second operand is not a reduction axis, ``if_then_else`` and ``all`` are ``select`` and
+``all_of``, and ``thread_axis("cthread")`` is what ``Stage.bind`` takes for virtual threads.
 """
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from compiler.errors import CompileError
@@ -19,7 +26,6 @@ from compiler.expr import (
     Binary,
     BinOp,
     Call,
-    Cast,
     CmpOp,
     Compare,
     DType,
@@ -39,19 +45,25 @@ from compiler.simplify import const_bounds
 from compiler.visit import walk
 
 __all__ = [
+    "VIRTUAL_THREAD_TAGS",
     "ComputeOp",
     "DType",
     "Operation",
     "PlaceholderOp",
     "Tensor",
     "TensorIntrin",
+    "ThreadAxis",
+    "ThreadTag",
+    "all",
     "all_of",
     "cast",
     "compute",
     "const",
+    "create_schedule",
     "decl_tensor_intrin",
     "equal",
     "exp",
+    "if_then_else",
     "log",
     "max",
     "max_value",
@@ -65,6 +77,7 @@ __all__ = [
     "select",
     "sqrt",
     "sum",
+    "thread_axis",
 ]
 
 
@@ -164,6 +177,10 @@ class Tensor:
             exprs.append(expr)
         return TensorRead(self, tuple(exprs))
 
+    def __call__(self, *indices: Any) -> TensorRead:
+        """``A(i, j)`` is ``A[i, j]`` (TVM's spelling, as in ``lambda *i: A(*i)``)."""
+        return self[indices]
+
     def __repr__(self) -> str:
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
 
@@ -176,6 +193,14 @@ def _shape(shape: Sequence[int] | int, name: str) -> tuple[int, ...]:
                 f"extent {extent!r} is not a positive integer", tensor=name, axis=str(dim)
             )
     return dims
+
+
+def create_schedule(outputs: Any) -> Any:
+    """TVM's ``te.create_schedule``: :func:`compiler.create_schedule` (the schedule module
+    imports this one, so it is imported here when called)."""
+    from compiler.schedule import create_schedule as make
+
+    return make(outputs)
 
 
 def placeholder(
@@ -198,7 +223,7 @@ def _axis_names(fcompute: Callable[..., Any], ndim: int) -> list[str]:
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):
         params = []
-    if len(params) == ndim and all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params):
+    if len(params) == ndim and builtins.all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params):
         return [p.name for p in params]
     return [f"ax{dim}" for dim in range(ndim)]
 
@@ -262,28 +287,6 @@ def _check_body(op: ComputeOp) -> None:
                 )
 
 
-# ------------------------------------------------------------------------------- reductions
-def _reducer(combiner: ReduceOp) -> Callable[..., Reduce]:
-    def reduce(expr: Any, axis: IterVar | Sequence[IterVar]) -> Reduce:
-        axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
-        for item in axes:
-            if not isinstance(item, IterVar) or item.kind is not IterKind.REDUCE:
-                raise CompileError(
-                    f"{combiner.name.lower()} needs axes made by reduce_axis, got {item!r}",
-                    op=combiner.name.lower(),
-                )
-        return Reduce(combiner, as_expr(expr), axes)
-
-    reduce.__name__ = combiner.name.lower()
-    reduce.__doc__ = f"The {combiner.name.lower()} of ``expr`` over the reduction ``axis``."
-    return reduce
-
-
-sum = _reducer(ReduceOp.SUM)
-max = _reducer(ReduceOp.MAX)
-min = _reducer(ReduceOp.MIN)
-
-
 # ------------------------------------------------------------------------------ elementwise
 def maximum(a: Any, b: Any) -> Expr:
     """Elementwise maximum."""
@@ -314,7 +317,9 @@ def not_equal(a: Any, b: Any) -> Expr:
 
 
 def all_of(*conds: Any) -> Expr:
-    """The conjunction of the conditions ``conds``."""
+    """The conjunction of the conditions ``conds`` (``true`` when there are none)."""
+    if not conds:
+        return const(True, DType.BOOL)
     result = as_expr(conds[0])
     for cond in conds[1:]:
         result = result & as_expr(cond)
@@ -330,11 +335,58 @@ def select(cond: Any, true_value: Any, false_value: Any) -> Expr:
     return Select(condition, left, right)
 
 
+#: TVM's name for :func:`all_of` (``tvm.tir.all``).
+all = all_of
+#: TVM's name for :func:`select` (``tvm.tir.if_then_else``).
+if_then_else = select
+
+
 def cast(dtype: str | DType, value: Any) -> Expr:
-    """``value`` converted to ``dtype``."""
-    target = DType.of(dtype)
-    expr = as_expr(value)
-    return expr if expr.dtype is target else Cast(target, expr)
+    """``value`` converted to ``dtype`` (``value`` itself when it already has ``dtype``)."""
+    return as_expr(value).astype(dtype)
+
+
+# ------------------------------------------------------------------------------- reductions
+def _is_reduction(axis: Any) -> bool:
+    """Whether ``axis`` asks for a reduction: an axis made by ``reduce_axis``, or a list or
+    tuple (of them)."""
+    return isinstance(axis, list | tuple) or (
+        isinstance(axis, IterVar) and axis.kind is IterKind.REDUCE
+    )
+
+
+def _reducer(
+    combiner: ReduceOp, elementwise: Callable[[Any, Any], Expr] | None = None
+) -> Callable[[Any, Any], Expr]:
+    name = combiner.name.lower()
+
+    def reduce(expr: Any, axis: Any) -> Expr:
+        if elementwise is not None and not _is_reduction(axis):
+            return elementwise(expr, axis)
+        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
+        for item in axes:
+            if not isinstance(item, IterVar) or item.kind is not IterKind.REDUCE:
+                raise CompileError(
+                    f"{name} reduces over axes made by reduce_axis, got {item!r}", op=name
+                )
+        return Reduce(combiner, as_expr(expr), axes)
+
+    reduce.__name__ = name
+    reduce.__doc__ = (
+        f"The {name} of ``expr`` over the reduction ``axis`` (an axis made by ``reduce_axis``, "
+        "or a list or tuple of them)."
+    )
+    if elementwise is not None:
+        reduce.__doc__ += (
+            f" Given any other second operand, TVM's elementwise form (``te.{name}(x, 0)``): "
+            f"``{elementwise.__name__}(expr, axis)``."
+        )
+    return reduce
+
+
+sum = _reducer(ReduceOp.SUM)
+max = _reducer(ReduceOp.MAX, maximum)
+min = _reducer(ReduceOp.MIN, minimum)
 
 
 def _math(func: MathFunc) -> Callable[[Any], Expr]:
@@ -362,6 +414,41 @@ def max_value(dtype: str | DType) -> Expr:
 def min_value(dtype: str | DType) -> Expr:
     """The smallest value of ``dtype`` (``-inf`` for floats)."""
     return ReduceOp.MAX.identity(DType.of(dtype))
+
+
+# --------------------------------------------------------------------------------- threads
+class ThreadTag(Enum):
+    """GPU grid axes a loop can be bound to."""
+
+    BLOCK_X = "blockIdx.x"
+    BLOCK_Y = "blockIdx.y"
+    BLOCK_Z = "blockIdx.z"
+    THREAD_X = "threadIdx.x"
+    THREAD_Y = "threadIdx.y"
+    THREAD_Z = "threadIdx.z"
+
+
+#: Tags of virtual threads: ``bind`` to one runs the loop as virtual threads (``vthread``).
+VIRTUAL_THREAD_TAGS = ("cthread", "vthread")
+
+
+@dataclass(frozen=True)
+class ThreadAxis:
+    """TVM's thread axis, which ``Stage.bind`` binds a loop to: a virtual thread (``tag`` in
+    :data:`VIRTUAL_THREAD_TAGS`) or a GPU grid axis (``tag`` a :class:`ThreadTag`'s value)."""
+
+    tag: str
+
+
+def thread_axis(tag: str) -> ThreadAxis:
+    """The thread axis named ``tag`` (``"cthread"``, ``"vthread"``, ``"blockIdx.x"``,
+    ``"threadIdx.x"``, ...); an unknown tag raises :class:`CompileError` naming it."""
+    known = (*VIRTUAL_THREAD_TAGS, *(t.value for t in ThreadTag))
+    if tag not in known:
+        raise CompileError(
+            f"unknown thread tag {tag!r} (known: {', '.join(known)})", op="thread_axis"
+        )
+    return ThreadAxis(tag)
 
 
 # ------------------------------------------------------------------------------ intrinsics

@@ -11,7 +11,8 @@ that do not depend on the loop variable stay scalar, contiguous accesses become 
 stores (aligned where the offset provably is), other accesses gather or scatter lane by lane. A
 loop whose body cannot be vectorized that way (an inner serial loop, a condition that varies per
 lane) is emitted as a scalar loop instead. Unrolled loops are emitted once per iteration. Float
-arithmetic carries fast-math flags; integer arithmetic wraps at its width.
+arithmetic carries fast-math flags; integer arithmetic wraps at its width, and no operation is
+left undefined for any operand (division by 0, shifts by an amount outside the width).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from compiler.ir import (
     Stmt,
     Store,
 )
-from compiler.simplify import ONE, from_linear, linear
+from compiler.simplify import ONE, fold_shift, from_linear, linear
 from compiler.visit import free_vars, walk
 
 __all__ = ["LLVMModule", "Target", "codegen"]
@@ -552,6 +553,8 @@ class _Emitter:
             if folded is not None:
                 return ir.Constant(_INDEX, folded)
         op = e.op
+        if op in (BinOp.SHR, BinOp.SHL):
+            return self.shift(e, a, c)
         if e.dtype.is_float:
             if op is BinOp.MIN or op is BinOp.MAX:
                 name = "minimum" if op is BinOp.MIN else "maximum"
@@ -572,6 +575,25 @@ class _Emitter:
             pick = b.icmp_signed("<" if op is BinOp.MIN else ">", a, c)
             return b.select(pick, a, c)
         return self.floor_divide(op, a, c)
+
+    def shift(self, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
+        """``a >> c`` (arithmetic) or ``a << c`` as :class:`BinOp` defines them. LLVM's shifts
+        are poison for an amount of the width or more, so unless the amount is a constant in
+        range it is clamped to ``bits - 1`` (read as unsigned: a negative one too), and a left
+        shift by such an amount selects 0. ``bits`` is the dtype's, also for an index computed
+        in 64 bits."""
+        b = self.b
+        emit = b.ashr if e.op is BinOp.SHR else b.shl
+        bits = e.dtype.bits
+        if isinstance(e.b, Const) and 0 <= e.b.value < bits:
+            return emit(a, c)
+        element = a.type.element if _is_vector(a) else a.type
+        last = self._like(c, ir.Constant(element, bits - 1))
+        inside = b.icmp_unsigned("<=", c, last)
+        shifted = emit(a, b.select(inside, c, last))
+        if e.op is BinOp.SHR:
+            return shifted
+        return b.select(inside, shifted, self._like(a, ir.Constant(element, 0)))
 
     def floor_divide(self, op: BinOp, a: ir.Value, c: ir.Value) -> ir.Value:
         """Floor division or modulo. A divisor of 0 gives 0 and one of -1 wraps (numpy's
@@ -692,6 +714,8 @@ def _fold_index(op: BinOp, x: int, y: int) -> int | None:
         return x // y
     if op is BinOp.FLOOR_MOD and y:
         return x % y
+    if op in (BinOp.SHR, BinOp.SHL):  # an index is int32, computed in 64 bits
+        return fold_shift(op, x, y, DType.INT32.bits)
     return None
 
 

@@ -2,8 +2,10 @@
 
 A :class:`Template` is called on input tensors (plus operator parameters) and returns
 ``(schedule, output)``; ``template.space(*inputs, ...)`` is the knob space a tuner searches.
+The submodule :mod:`compiler.ops.nn` holds unscheduled operators spelled as TVM's ``topi.nn``.
 """
 
+from compiler.ops import nn
 from compiler.ops.conv2d import CONV2D_NCHW, CONV2D_NCHWC, out_size
 from compiler.ops.depthwise import DEPTHWISE_CONV2D
 from compiler.ops.elementwise import ELEMENTWISE, broadcast_shape
@@ -23,5 +25,6 @@ __all__ = [
     "KnobSpace",
     "Template",
     "broadcast_shape",
+    "nn",
     "out_size",
 ]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from compiler import te
 from compiler.expr import IterVar
+from compiler.ops import nn
 from compiler.ops.knobs import Config
 from compiler.schedule import Schedule
 from compiler.te import Tensor
@@ -21,17 +21,8 @@ def pad_nchw(data: Tensor, pad: int, value: float = 0.0) -> Tensor:
     """``data`` (N, C, H, W) or (N, C, H, W, c) padded by ``pad`` on both sides of H and W."""
     if pad == 0:
         return data
-    n, c, h, w, *block = data.shape
-    fill = te.const(value, data.dtype)
-
-    def padded(*idx):
-        y, x = idx[2], idx[3]
-        inside = te.all_of(y >= pad, y < h + pad, x >= pad, x < w + pad)
-        source = (idx[0], idx[1], y - pad, x - pad, *idx[4:])
-        return te.select(inside, data[source], fill)
-
-    shape = (n, c, h + 2 * pad, w + 2 * pad, *block)
-    return te.compute(shape, padded, name=f"{data.name}.pad")
+    pads = (0, 0, pad, pad, *(0,) * (data.ndim - 4))
+    return nn.pad(data, pads, pad_value=value, name=f"{data.name}.pad")
 
 
 def schedule_sliding_window(
