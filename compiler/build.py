@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compiler.accel import AccelFunction, AccelTarget, build_accel
 from compiler.codegen import CompiledFunction, Target, codegen
 from compiler.lower import lower
 from compiler.schedule import Schedule
@@ -13,13 +14,19 @@ __all__ = ["build"]
 
 
 def build(
-    schedule: Schedule, args: Sequence[Tensor], target: str | Target = "llvm", name: str = "main"
-) -> CompiledFunction:
+    schedule: Schedule,
+    args: Sequence[Tensor],
+    target: str | Target | AccelTarget = "llvm",
+    name: str = "main",
+) -> CompiledFunction | AccelFunction:
     """Compile ``schedule`` into a function over ``args`` (numpy arrays in this order).
 
-    ``target`` is ``"llvm"`` (this machine) or a :class:`Target`; code for another machine is
-    written with ``codegen(lower(...), target).emit_object(...)`` instead.
+    ``target`` is ``"llvm"`` (this machine), a :class:`Target`, or an accelerator's
+    ``Env(cfg).target`` (an :class:`~compiler.accel.AccelFunction` results); code for another
+    machine is written with ``codegen(lower(...), target).emit_object(...)`` instead.
     """
+    if isinstance(target, AccelTarget):
+        return build_accel(schedule, args, target.cfg, name)
     func = lower(schedule, args, name)
     module = codegen(func, target)
     address, engine = module.jit()

@@ -247,8 +247,9 @@ class _Builder:
         nest = _Nest(stage, self.bodies[op])
         attach = stage.attach
         if attach.kind is AttachKind.AT:
-            nest.region = self._attached_region(op, attach.parent, attach.axis)
-            self.attached.setdefault((attach.parent, attach.axis), []).append(op)
+            axis = _attach_leaf(self.states[attach.parent], attach.axis)
+            nest.region = self._attached_region(op, attach.parent, axis)
+            self.attached.setdefault((attach.parent, axis), []).append(op)
         else:
             nest.region = tuple(Interval(Const(0, DType.INT32), n) for n in op.shape)
         root_extent = {axis: iv.extent for axis, iv in zip(op.axes, nest.region, strict=True)}
@@ -274,26 +275,38 @@ class _Builder:
         stage = self.states[op]
         if parent not in self.nests:
             raise stage.error(f"compute_at: stage {parent.name!r} is inlined or unused", axis)
-        others = [r for r in self.readers[op] if r is not parent]
-        if parent not in self.readers[op] or others:
-            names = ", ".join(repr(r.name) for r in self.readers[op]) or "no stage"
-            raise stage.error(
-                f"compute_at {parent.name!r}: needs {parent.name!r} to be its only reader "
-                f"(read by {names})",
-                axis,
-            )
         consumer = self.nests[parent]
         position = consumer.leaves.index(axis)
+        inner_axes = consumer.leaves[position:]
+        inside = {
+            r
+            for (p, a), stages in self.attached.items()
+            if p is parent and a in inner_axes
+            for r in stages
+        }
+        others = [r for r in self.readers[op] if r is not parent and r not in inside]
+        if not self.readers[op] or others:
+            names = ", ".join(repr(r.name) for r in self.readers[op]) or "no stage"
+            raise stage.error(
+                f"compute_at {parent.name!r}: every reader must be {parent.name!r} or a stage "
+                f"computed inside this loop of {parent.name!r} (read by {names})",
+                axis,
+            )
         ranged = {
             leaf.var: (0, consumer.leaf_extent[leaf] - 1)
             for leaf in consumer.leaves[position + 1 :]
         }
-        mapping = self._root_mapping(consumer)
-        reads = [
-            tuple(substitute(index, mapping) for index in read.indices)
-            for read in _reads(consumer.body)
-            if read.tensor.op is op
-        ]
+        reads = []
+        for reader in self.readers[op]:
+            nest = self.nests[reader]
+            if reader is not parent:  # computed further in: all of its (inferred) region
+                ranged.update({leaf.var: (0, nest.leaf_extent[leaf] - 1) for leaf in nest.leaves})
+            mapping = self._root_mapping(nest)
+            reads += [
+                tuple(substitute(index, mapping) for index in read.indices)
+                for read in _reads(nest.body)
+                if read.tensor.op is op
+            ]
         return covering_region(reads, op.shape, ranged)
 
     @staticmethod
@@ -306,6 +319,8 @@ class _Builder:
 
     # ------------------------------------------------------------------------ statements
     def build(self, name: str) -> LoweredFunc:
+        for stages in self.attached.values():  # producers before the stages that read them
+            stages.sort(key=self.order.index)
         body = seq(
             *(
                 self._stage(op)
@@ -434,6 +449,21 @@ class _Builder:
             if pragma.axis is leaf:
                 loop = AttrStmt(AttrKey.PRAGMA, (pragma.name, pragma.value), loop)
         return loop
+
+
+def _attach_leaf(parent: StageState, axis: IterVar) -> IterVar:
+    """The loop an attachment at ``axis`` of ``parent`` means: the axis while it is a loop;
+    once split or fused later, the innermost loop (in loop order) of those it became, where its
+    value is complete (TVM's semantics)."""
+    if axis in parent.leaves:
+        return axis
+    became = {axis}
+    for relation in parent.relations:
+        if isinstance(relation, Split) and relation.parent in became:
+            became |= {relation.outer, relation.inner}
+        elif not isinstance(relation, Split) and {relation.outer, relation.inner} & became:
+            became.add(relation.fused)
+    return max((leaf for leaf in parent.leaves if leaf in became), key=parent.leaves.index)
 
 
 def _guarded(conditions: list[Expr], body: Stmt) -> Stmt:

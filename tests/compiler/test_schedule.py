@@ -89,7 +89,7 @@ def test_other_invalid_steps():
     assert "before any other step" in str(_error(lambda: s.cache_write(c, "local")))
 
 
-def test_compute_at_needs_the_only_reader():
+def test_compute_at_needs_every_reader_inside_the_loop():
     a = te.placeholder((8,), name="A")
     p = te.compute((8,), lambda x: a[x] + 1.0, name="P")
     q = te.compute((8,), lambda y: p[y] * 2.0, name="Q")
@@ -98,7 +98,7 @@ def test_compute_at_needs_the_only_reader():
     s[p].compute_at(s[q], q.op.axis[0])
     error = _error(lambda: lower(s, [a, r]))
     assert (error.stage, error.axis) == ("P", "y")
-    assert "only reader" in str(error)
+    assert "every reader must be" in str(error)
 
 
 def test_an_argument_stage_stays_at_the_root():

@@ -1,0 +1,299 @@
+"""The accumulator's elementwise stages: ``share_acc_storage`` and ``lower_alu``.
+
+``share_acc_storage`` is TVM's in-place storage rewrite for the accumulator: a stage marked
+``alu`` that reads another accumulator buffer at the very element it writes, when that buffer
+is read nowhere else and lives as long, computes into that buffer instead of its own (so the
+tutorials' chains ``res_conv -> res_shr -> res_max -> res_min`` run in place).
+
+``lower_alu`` turns every ``alu`` stage into ALU compute steps. The stored value must be a chain
+of operations on one accumulator row, each taking a constant or another accumulator row:
+``+``/``-`` constant (ADD), ``min``/``max`` (MIN/MAX), ``>>``/``<<`` a constant (SHR), ``*`` a
+constant that fits the ALU's multiplier (MUL), a cast to a narrower integer type (a left and a
+right shift, which wrap as the cast does), and reductions with the same operators. A chain that
+starts from another row than the one written is copied first (reset, then ADD).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from compiler.accel.rows import (
+    perfect_nest,
+    rewrite_top_down,
+    row_index,
+    row_shape,
+    split_element_loops,
+)
+from compiler.accel.stmts import ComputeStep, SramRow
+from compiler.errors import CompileError
+from compiler.expr import Binary, BinOp, Cast, Const, DType, Expr
+from compiler.ir import Allocate, AttrKey, AttrStmt, For, Load, LoweredFunc, Scope, Stmt, Store
+from compiler.simplify import simplify_expr
+from compiler.visit import transform, walk
+from isa import AccelConfig, AluOp, MemId
+
+__all__ = ["lower_alu", "share_acc_storage"]
+
+
+def _alu_pragma(node: object) -> bool:
+    from compiler.accel.env import ALU
+
+    return isinstance(node, AttrStmt) and node.key is AttrKey.PRAGMA and node.value[0] == ALU
+
+
+# ------------------------------------------------------------------------ storage sharing
+def share_acc_storage(func: LoweredFunc) -> LoweredFunc:
+    """``func`` with each ``alu`` stage writing in place where it can (module docstring)."""
+    body = func.body
+    while True:
+        pair = _next_alias(body)
+        if pair is None:
+            return LoweredFunc(func.name, func.params, body)
+        body = _rename(body, *pair)
+
+
+def _enclosing_loops(body: Stmt) -> dict[object, frozenset]:
+    """The loop variables around each Allocate's buffer."""
+    found: dict[object, frozenset] = {}
+
+    def visit(stmt: object, loops: frozenset) -> None:
+        if isinstance(stmt, Allocate):
+            found[stmt.buffer] = loops
+        if isinstance(stmt, For):
+            loops = loops | {stmt.var}
+        for name in getattr(stmt, "children", ()):
+            value = getattr(stmt, name)
+            for child in value if isinstance(value, tuple) else (value,):
+                if isinstance(child, Stmt):
+                    visit(child, loops)
+
+    visit(body, frozenset())
+    return found
+
+
+def _next_alias(body: Stmt) -> tuple[object, object] | None:
+    """(Y, X): an ``alu`` stage writing Y that may write into X instead; None if none is left."""
+    allocated = _enclosing_loops(body)
+    for node in walk(body):
+        if not _alu_pragma(node):
+            continue
+        _, store = perfect_nest(node.body)
+        if not isinstance(store, Store) or store.buffer not in allocated:
+            continue
+        target = store.buffer
+        for load in (n for n in walk(store.value) if isinstance(n, Load)):
+            source = load.buffer
+            if (
+                source is not target
+                and source.scope is Scope.ACCEL_ACC
+                and source in allocated
+                and source.shape == target.shape
+                and allocated[source] == allocated[target]
+                and load.indices == store.indices
+                and _reads(body, source) == _reads(node, source)
+            ):
+                return target, source
+    return None
+
+
+def _reads(stmt: Stmt, buffer: object) -> int:
+    """How often ``stmt`` reads ``buffer`` other than to update it in place (a reduction's
+    accumulation): loads, and SRAM rows the accelerator's statements name."""
+    count = 0
+
+    def visit(node: object, updating: bool) -> None:
+        nonlocal count
+        if isinstance(node, Load | SramRow) and node.buffer is buffer and not updating:
+            count += 1
+        if isinstance(node, Store):
+            updating = node.buffer is buffer
+        for name in getattr(node, "children", ()):
+            value = getattr(node, name)
+            for child in value if isinstance(value, tuple) else (value,):
+                if child is not None:
+                    visit(child, updating)
+
+    visit(stmt, False)
+    return count
+
+
+def _rename(body: Stmt, old: object, new: object) -> Stmt:
+    def swap(node: object) -> object:
+        if isinstance(node, Allocate) and node.buffer is old:
+            return node.body
+        if getattr(node, "buffer", None) is old:
+            return replace(node, buffer=new)
+        return None
+
+    return transform(body, swap)
+
+
+# ------------------------------------------------------------------------------- lowering
+def lower_alu(cfg: AccelConfig) -> Callable[[LoweredFunc], LoweredFunc]:
+    """The pass for ``cfg``: every ``alu`` stage as ALU compute steps (module docstring)."""
+
+    def run(func: LoweredFunc) -> LoweredFunc:
+        def stage(node: Stmt) -> Stmt | None:
+            if _alu_pragma(node):
+                return rewrite_top_down(node.body, lambda s: _leaf_nest(cfg, s))
+            return None
+
+        return LoweredFunc(func.name, func.params, rewrite_top_down(func.body, stage))
+
+    return run
+
+
+#: A chain: its starting value (an accumulator load or a constant) and the operations applied,
+#: each with a constant or a load as its operand.
+_Chain = tuple[Expr, list[tuple[AluOp, Expr]]]
+
+_COMMUTATIVE = {BinOp.ADD: AluOp.ADD, BinOp.MIN: AluOp.MIN, BinOp.MAX: AluOp.MAX}
+
+
+def _leaf_nest(cfg: AccelConfig, stmt: Stmt) -> Stmt | None:
+    if not isinstance(stmt, For | Store):
+        return None
+    loops, store = perfect_nest(stmt)
+    if not isinstance(store, Store):
+        return None
+    stage = store.buffer.name
+    if store.buffer.scope is not Scope.ACCEL_ACC:
+        raise CompileError(
+            f"an alu stage must write the accumulator scope, not {store.buffer.scope.value}",
+            tensor=stage,
+        )
+    shape = row_shape(cfg, MemId.ACC)
+    rows, _ = split_element_loops(stage, loops, store.buffer, store.indices, shape)
+    dst = SramRow(store.buffer, row_index(stage, store.buffer, store.indices))
+    base, ops = _chain(cfg, stage, store.value, store)
+    steps: list[ComputeStep] = []
+    if isinstance(base, Const):
+        steps.append(ComputeStep(stage, dst=dst, reset=True))
+        if base.value:
+            steps.append(ComputeStep(stage, dst=dst, alu_op=AluOp.ADD, imm=int(base.value)))
+    else:
+        src = _row(cfg, stage, base, store)
+        if src.buffer is not dst.buffer or src.index != dst.index:
+            steps.append(ComputeStep(stage, dst=dst, reset=True))
+            steps.append(ComputeStep(stage, dst=dst, alu_op=AluOp.ADD, src=src))
+    for op, operand in ops:
+        if isinstance(operand, Const):
+            steps.append(ComputeStep(stage, dst=dst, alu_op=op, imm=int(operand.value)))
+        else:
+            steps.append(
+                ComputeStep(stage, dst=dst, alu_op=op, src=_row(cfg, stage, operand, store))
+            )
+    if not steps:  # a copy onto itself
+        steps.append(ComputeStep(stage, dst=dst, alu_op=AluOp.SHR, imm=0))
+    nests = []
+    for step in steps:
+        nest: Stmt = step
+        for loop in reversed(rows):
+            nest = For(loop.var, loop.extent, loop.kind, nest)
+        nests.append(nest)
+    from compiler.ir import seq
+
+    return seq(*nests)
+
+
+def _row(cfg: AccelConfig, stage: str, load: Load, store: Store) -> SramRow:
+    if load.buffer.scope is not Scope.ACCEL_ACC:
+        raise CompileError(
+            f"the ALU reads {load.buffer.name!r} from {load.buffer.scope.value}; its operands "
+            "must be in the accumulator scope (cache_read it there with dma_copy)",
+            tensor=stage,
+        )
+    if tuple(load.indices[-2:]) != tuple(store.indices[-2:]):
+        raise CompileError(
+            f"the ALU works lane by lane: {load.buffer.name!r} must be read at the element "
+            "each lane writes",
+            tensor=stage,
+        )
+    return SramRow(load.buffer, row_index(stage, load.buffer, load.indices))
+
+
+def _chain(cfg: AccelConfig, stage: str, expr: Expr, store: Store) -> _Chain:
+    """``expr`` as a chain of ALU operations (module docstring), or a CompileError."""
+    if isinstance(expr, Load | Const):
+        return expr, []
+    if isinstance(expr, Cast):
+        base, ops = _chain(cfg, stage, expr.value, store)
+        bits = expr.dtype.bits
+        if expr.dtype.is_float or expr.value.dtype.is_float:
+            raise CompileError("the ALU has no floating point", tensor=stage, op="cast")
+        if bits < cfg.acc_width and bits < expr.value.dtype.bits:
+            shift = cfg.acc_width - bits
+            ops = [*ops, (AluOp.SHR, _int(-shift)), (AluOp.SHR, _int(shift))]
+        return base, ops
+    if not isinstance(expr, Binary):
+        raise CompileError(
+            f"the ALU cannot compute a {type(expr).__name__}", tensor=stage, op=type(expr).__name__
+        )
+    op = expr.op
+    a, b = expr.a, expr.b
+    if op in _COMMUTATIVE or op is BinOp.MUL:
+        chain_side, operand = _pick(a, b, store)
+        base, ops = _chain(cfg, stage, chain_side, store)
+        if op is BinOp.MUL:
+            if not isinstance(operand, Const):
+                raise CompileError(
+                    "the ALU multiplies by the low 8 bits of its operand: only a constant "
+                    "multiplier is exact",
+                    tensor=stage,
+                    op="*",
+                )
+            limit = 1 << (cfg.mul_arg_bits - 1)
+            if not -limit <= operand.value < limit:
+                raise CompileError(
+                    f"multiplier {operand.value} does not fit the ALU's {cfg.mul_arg_bits}-bit "
+                    "operand",
+                    tensor=stage,
+                    op="*",
+                )
+            return base, [*ops, (AluOp.MUL, operand)]
+        return base, [*ops, (_COMMUTATIVE[op], _operand(stage, operand, op))]
+    if op is BinOp.SUB and isinstance(b, Const):
+        base, ops = _chain(cfg, stage, a, store)
+        return base, [*ops, (AluOp.ADD, _int(-int(b.value)))]
+    shifts = {"SHR": 1, "SHL": -1}
+    if op.name in shifts:
+        if not isinstance(b, Const):
+            raise CompileError("the ALU shifts by a constant only", tensor=stage, op=op.value)
+        base, ops = _chain(cfg, stage, a, store)
+        return base, [*ops, (AluOp.SHR, _int(shifts[op.name] * int(b.value)))]
+    raise CompileError(
+        f"the ALU has no operation for {op.value!r} in this form", tensor=stage, op=op.value
+    )
+
+
+def _int(value: int) -> Const:
+    return Const(value, DType.INT32)
+
+
+def _pick(a: Expr, b: Expr, store: Store) -> tuple[Expr, Expr]:
+    """(chain side, operand side) of a commutative operation."""
+    if _simple(b) and not _simple(a):
+        return a, b
+    if _simple(a) and not _simple(b):
+        return b, a
+    if isinstance(b, Load) and b.buffer is store.buffer and b.indices == store.indices:
+        return b, a
+    if isinstance(a, Const):
+        return b, a
+    return a, b
+
+
+def _simple(expr: Expr) -> bool:
+    return isinstance(expr, Load | Const)
+
+
+def _operand(stage: str, operand: Expr, op: BinOp) -> Expr:
+    if not _simple(operand):
+        raise CompileError(
+            "both operands are computed: the ALU combines a row with a constant or a stored "
+            "row (split the expression into stages)",
+            tensor=stage,
+            op=op.value,
+        )
+    return simplify_expr(operand) if isinstance(operand, Const) else operand
