@@ -82,7 +82,8 @@ def _next_alias(body: Stmt) -> tuple[object, object] | None:
         if not isinstance(store, Store) or store.buffer not in allocated:
             continue
         target = store.buffer
-        for load in (n for n in walk(store.value) if isinstance(n, Load)):
+        load = _base(store.value, store)
+        if isinstance(load, Load):
             source = load.buffer
             if (
                 source is not target
@@ -95,6 +96,20 @@ def _next_alias(body: Stmt) -> tuple[object, object] | None:
             ):
                 return target, source
     return None
+
+
+def _base(expr: Expr, store: Store) -> Expr:
+    """Where the chain that computes ``expr`` starts (as :func:`_chain` reads it): the only
+    load a stage may compute in place into, as every other operand is read after it."""
+    while True:
+        if isinstance(expr, Cast):
+            expr = expr.value
+        elif isinstance(expr, Binary) and (expr.op in _COMMUTATIVE or expr.op is BinOp.MUL):
+            expr = _pick(expr.a, expr.b, store)[0]
+        elif isinstance(expr, Binary):
+            expr = expr.a
+        else:
+            return expr
 
 
 def _reads(stmt: Stmt, buffer: object) -> int:

@@ -2,5 +2,16 @@
 and schedules it from a knob configuration whose defaults fit the configuration's buffers."""
 
 from compiler.accel.ops.conv2d import CONV2D, ConvGeometry
+from compiler.accel.ops.dense import DENSE
+from compiler.accel.ops.eltwise import ADD
+from compiler.accel.ops.pool import GLOBAL_AVG_POOL, MAX_POOL, average_divisor
 
-__all__ = ["CONV2D", "ConvGeometry"]
+__all__ = [
+    "ADD",
+    "CONV2D",
+    "DENSE",
+    "GLOBAL_AVG_POOL",
+    "MAX_POOL",
+    "ConvGeometry",
+    "average_divisor",
+]

@@ -219,7 +219,7 @@ def _declare(
     x_o, x_i = s[res].split(x, factor=cfg["tile_w"])
     s[res].reorder(n, co_o, y_o, x_o, co_i, y_i, x_i, b, c)
     if cfg["oc_threads"] > 1:
-        _, thread = s[res].split(co_o, factor=cfg["oc_threads"])
+        co_o, thread = s[res].split(co_o, factor=cfg["oc_threads"])
         s[res].reorder(thread, n)
         s[res].bind(thread, te.thread_axis("cthread"))
     if cfg["h_threads"] > 1:

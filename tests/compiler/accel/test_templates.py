@@ -1,0 +1,162 @@
+"""The accelerator's operator templates, compiled with their default knobs and run on the
+functional simulator (race detection on), bit-exact against independent numpy references:
+every ResNet-18 conv layer of VTA's table, dense, the residual add, max and global average
+pooling, at the default and tiny configurations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler import build, te
+from compiler.accel import Env
+from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw, unpack_nchw
+from compiler.accel.ops import ADD, CONV2D, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
+from isa import AccelConfig
+from tests.conformance.compiled_cases import conv2d_reference_any
+
+#: VTA's ResNet-18 table (vta-facts 7.1): input size, channels in and out, kernel, stride, pad.
+RESNET18 = {
+    "C1": (224, 3, 64, 7, 2, 3),
+    "C2": (56, 64, 64, 3, 1, 1),
+    "C3": (56, 64, 64, 1, 1, 0),
+    "C4": (56, 64, 128, 3, 2, 1),
+    "C5": (56, 64, 128, 1, 2, 0),
+    "C6": (28, 128, 128, 3, 1, 1),
+    "C7": (28, 128, 256, 3, 2, 1),
+    "C8": (28, 128, 256, 1, 2, 0),
+    "C9": (14, 256, 256, 3, 1, 1),
+    "C10": (14, 256, 512, 3, 2, 1),
+    "C11": (14, 256, 512, 1, 2, 0),
+    "C12": (7, 512, 512, 3, 1, 1),
+}
+DEFAULT = Env(AccelConfig.preset("default"))
+TINY = Env(AccelConfig.preset("tiny"))
+
+
+def _ints(rng: np.random.Generator, shape: tuple, low: int = -128, high: int = 128) -> np.ndarray:
+    return rng.integers(low, high, size=shape)
+
+
+def run_conv(env: Env, size, cin, cout, kernel, stride, padding, shift=8, seed=0) -> None:
+    rng = np.random.default_rng(seed)
+    x, w = _ints(rng, (env.BATCH, cin, size, size)), _ints(rng, (cout, cin, kernel, kernel))
+    bias = _ints(rng, (cout,), -2000, 2000)
+    xp = pack_nchw(x.astype(env.inp_dtype), env)
+    wp = pack_oihw(w.astype(env.wgt_dtype), env)
+    bp = pack_bias(bias.astype(env.acc_dtype), env)
+    data = te.placeholder(xp.shape, env.inp_dtype, "data")
+    weights = te.placeholder(wp.shape, env.wgt_dtype, "kernel")
+    bias_t = te.placeholder(bp.shape, env.acc_dtype, "bias")
+    s, res = CONV2D(data, weights, bias_t, env=env, stride=stride, padding=padding, shift=shift)
+    f = build(s, [data, weights, bias_t, res], target=env.target)
+    out = np.zeros(res.shape, env.out_dtype)
+    f(xp, wp, bp, out)
+    acc = conv2d_reference_any(x, w, stride, padding)
+    expected = np.clip((acc.astype(np.int32) >> shift) + bias.reshape(1, -1, 1, 1), 0, 127)
+    np.testing.assert_array_equal(unpack_nchw(out, cout, env.BATCH), expected)
+
+
+@pytest.mark.parametrize("layer", list(RESNET18))
+def test_resnet18_layer_default_knobs(layer):
+    run_conv(DEFAULT, *RESNET18[layer])
+
+
+@pytest.mark.parametrize(
+    "shape", [(8, 8, 8, 3, 1, 1), (9, 3, 8, 3, 2, 1), (8, 8, 16, 1, 2, 0), (6, 4, 4, 5, 1, 2)]
+)
+def test_conv_at_tiny(shape):
+    run_conv(TINY, *shape, shift=4)
+
+
+@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+def test_dense(env):
+    rng = np.random.default_rng(1)
+    n, ci, co = 3, 6, 4
+    data = te.placeholder((n, ci, env.BATCH, env.BLOCK_IN), env.inp_dtype, "data")
+    weight = te.placeholder((co, ci, env.BLOCK_OUT, env.BLOCK_IN), env.wgt_dtype, "weight")
+    bias = te.placeholder((1, co, env.BATCH, env.BLOCK_OUT), env.acc_dtype, "bias")
+    d = _ints(rng, data.shape).astype(np.int8)
+    w = _ints(rng, weight.shape).astype(np.int8)
+    b = _ints(rng, bias.shape, -500, 500).astype(np.int32)
+    s, res = DENSE(data, weight, bias, env=env, shift=5)
+    f = build(s, [data, weight, bias, res], target=env.target)
+    out = np.zeros(res.shape, np.int8)
+    f(d, w, b, out)
+    # unpacked: rows = n*BATCH samples, columns = channels
+    x = d.transpose(0, 2, 1, 3).reshape(n * env.BATCH, ci * env.BLOCK_IN).astype(np.int64)
+    wt = w.transpose(0, 2, 1, 3).reshape(co * env.BLOCK_OUT, ci * env.BLOCK_IN).astype(np.int64)
+    per_channel = b[0, :, 0, :].reshape(-1)
+    expected = np.clip(((x @ wt.T) >> 5) + per_channel, -128, 127)
+    got = out.transpose(0, 2, 1, 3).reshape(n * env.BATCH, co * env.BLOCK_OUT)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _activation(env: Env, rng, channels: int, size: int, low=-128) -> np.ndarray:
+    return _ints(rng, (env.BATCH, channels, size, size), low).astype(np.int8)
+
+
+@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+def test_residual_add(env):
+    rng = np.random.default_rng(2)
+    channels = 3 * env.BLOCK_OUT
+    x, y = _activation(env, rng, channels, 8), _activation(env, rng, channels, 8)
+    xp = pack_nchw(x, env, block=env.BLOCK_OUT)
+    yp = pack_nchw(y, env, block=env.BLOCK_OUT)
+    a = te.placeholder(xp.shape, env.out_dtype, "a")
+    b = te.placeholder(yp.shape, env.out_dtype, "b")
+    s, res = ADD(a, b, env=env, a_shift=1, b_shift=0, shift=1, lo=0)
+    f = build(s, [a, b, res], target=env.target)
+    out = np.zeros(res.shape, np.int8)
+    f(xp, yp, out)
+    expected = np.clip(((x.astype(np.int32) << 1) + y) >> 1, 0, 127)
+    np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), expected)
+
+
+@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+@pytest.mark.parametrize(("window", "stride", "padding"), [(3, 2, 1), (2, 2, 0)])
+def test_max_pool(env, window, stride, padding):
+    rng = np.random.default_rng(3)
+    channels, size = 2 * env.BLOCK_OUT, 9
+    x = _activation(env, rng, channels, size, low=0)  # after a ReLU: zero padding is exact
+    xp = pack_nchw(x, env, block=env.BLOCK_OUT)
+    data = te.placeholder(xp.shape, env.out_dtype, "data")
+    s, res = MAX_POOL(data, env=env, window=window, stride=stride, padding=padding)
+    f = build(s, [data, res], target=env.target)
+    out = np.zeros(res.shape, np.int8)
+    f(xp, out)
+    padded = np.pad(x, ((0, 0), (0, 0), (padding,) * 2, (padding,) * 2))
+    oh = (size + 2 * padding - window) // stride + 1
+    taps = [
+        padded[:, :, dy : dy + stride * oh : stride, dx : dx + stride * oh : stride]
+        for dy in range(window)
+        for dx in range(window)
+    ]
+    np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), np.max(taps, axis=0))
+
+
+@pytest.mark.parametrize(("env", "size"), [(DEFAULT, 7), (TINY, 4)], ids=["default", "tiny"])
+def test_global_average_pool(env, size):
+    rng = np.random.default_rng(4)
+    channels = 4 * env.BLOCK_OUT
+    x = _activation(env, rng, channels, size)
+    xp = pack_nchw(x, env, block=env.BLOCK_OUT)
+    data = te.placeholder(xp.shape, env.out_dtype, "data")
+    s, res = GLOBAL_AVG_POOL(data, env=env)
+    f = build(s, [data, res], target=env.target)
+    out = np.zeros(res.shape, np.int8)
+    f(xp, out)
+    multiplier, shift = average_divisor(size * size, env.cfg.mul_arg_bits)
+    total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+    expected = ((total * multiplier) >> shift).astype(np.int8)
+    np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), expected)
+    # the approximation of 1/(H*W) is within one unit of the true (floored) mean
+    assert np.all(np.abs(expected.astype(np.int64) - total // (size * size)) <= 1)
+
+
+def test_average_divisor_is_the_best_8_bit_approximation():
+    multiplier, shift = average_divisor(49, 8)
+    assert multiplier < 128 and multiplier / 2**shift == 84 / 4096  # 1/49 = 0.020408...
+    best = min(abs(m / 2**k - 1 / 49) for k in range(20) for m in range(1, 128))
+    assert abs(multiplier / 2**shift - 1 / 49) == best
+    assert average_divisor(64, 8) == (1, 6)
