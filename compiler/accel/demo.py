@@ -8,7 +8,7 @@ one virtual thread shows what latency hiding gains. It writes a Chrome trace and
 the default run and a roofline of both to ``out/``. A configuration whose buffers cannot hold
 C2 gets a small layer instead.
 
-Run: ``python -m compiler.accel.demo [--config PRESET|FILE] [--out DIR]``.
+Run: ``python -m compiler.accel.demo [--config PRESET|FILE] [--out DIR] [--small]``.
 """
 
 from __future__ import annotations
@@ -65,20 +65,22 @@ def _reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return np.clip((acc >> SHIFT) + bias.reshape(1, -1, 1, 1), 0, 127)
 
 
-def conv_demo(cfg: AccelConfig, out_dir: Path) -> bool:
-    """Compile, run, check, time and draw the layer (module docstring); print as it goes.
-    Returns whether both runs' outputs match numpy."""
+def conv_demo(cfg: AccelConfig, out_dir: Path, small: bool = False) -> bool:
+    """Compile, run, check, time and draw the layer (module docstring; ``small``: the small
+    layer even where C2 fits); print as it goes. Returns whether both runs' outputs match
+    numpy."""
     from runtime import open_device
     from simulator import write_chrome_trace
     from simulator.plots import roofline_png, timeline_png
 
     env = Env(cfg)
-    shape = (56, 64, 64)
+    small_layer = (8, 2 * cfg.block_in, 2 * cfg.block_out)
+    shape = small_layer if small else (56, 64, 64)
     try:
         functions = {t: _compile(env, shape, t) for t in (True, False)}
     except CompileError as err:
         print(f"\nResNet-18 C2 does not fit {cfg.fingerprint} ({err}); a smaller layer instead.")
-        shape = (8, 2 * cfg.block_in, 2 * cfg.block_out)
+        shape = small_layer
         functions = {t: _compile(env, shape, t) for t in (True, False)}
     size, cin, cout = shape
     rng = np.random.default_rng(0)
@@ -129,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="the compiled conv2d half of `make demo`")
     parser.add_argument("--config", default="default", help="a preset or a configuration file")
     parser.add_argument("--out", type=Path, default=Path("out"), help="trace and plots (out/)")
+    parser.add_argument("--small", action="store_true", help="an 8x8 layer instead of C2")
     args = parser.parse_args(argv)
-    return 0 if conv_demo(AccelConfig.resolve(args.config), args.out) else 1
+    return 0 if conv_demo(AccelConfig.resolve(args.config), args.out, args.small) else 1
 
 
 if __name__ == "__main__":

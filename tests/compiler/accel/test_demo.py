@@ -6,7 +6,7 @@ from compiler.accel.demo import main
 
 
 def test_demo_compiles_checks_and_draws(capsys, tmp_path):
-    assert main(["--config", "tiny", "--out", str(tmp_path)]) == 0
+    assert main(["--config", "tiny", "--out", str(tmp_path), "--small"]) == 0
     out = capsys.readouterr().out
     assert out.count("output matches numpy") == 2
     assert "compiled from the conv2d template" in out
