@@ -119,6 +119,7 @@ class ProgramBuilder:
         self._table: list[Uop] = []
         self._table_offsets: dict[tuple[Uop, ...], int] = {}
         self._uop_loads: list[tuple[int, int]] = []  # (instruction index, table offset)
+        self._checked: set[tuple[Instruction, tuple[Uop, ...]]] = set()  # kernels checked
         self._finished = False
 
     # ------------------------------------------------------------------ DRAM buffers
@@ -349,7 +350,9 @@ class ProgramBuilder:
         if record is GemmInsn:
             loop_fields |= {"wgt_factor_out": outer.wgt_factor, "wgt_factor_in": inner.wgt_factor}
         insn = self._record(what, record, uop_bgn=0, uop_end=n, **loop_fields, **fields)
-        self._check_kernel(what, insn, kernel.uops)
+        if (insn, kernel.uops) not in self._checked:  # a kernel recurs: checked once
+            self._check_kernel(what, insn, kernel.uops)
+            self._checked.add((insn, kernel.uops))
         begin = self._place(kernel.uops)
         self._append(dataclasses.replace(insn, uop_bgn=begin, uop_end=begin + n))
 

@@ -179,6 +179,8 @@ class _Walker:
         self.bases = bases
         self.ops = ops
         self._compiled: dict[int, Callable[[Env], object]] = {}
+        self._coefficients: dict[int, dict[str, list[int]]] = {}
+        self._kernels: dict[tuple, Kernel] = {}
 
     def run(self, stmt: Stmt, env: dict[Var, int]) -> None:
         if isinstance(stmt, Seq):
@@ -260,25 +262,29 @@ class _Walker:
     # ------------------------------------------------------------------------- kernels
     def _kernel(self, kernel: UopKernel, env: Env) -> KernelRun:
         step = kernel.step
-        rows = {"dst_idx": step.dst, "src_idx": step.src, "wgt_idx": step.wgt}
-        coefs = kernel_coefficients(kernel)
+        rows = (step.dst, step.src, step.wgt)
         inner = dict(env)
         for var, _ in kernel.unrolled + kernel.loops:
             inner[var] = 0
-        bases = {
-            field: self._row(row, inner) if row is not None else 0 for field, row in rows.items()
-        }
+        bases = tuple(self._row(row, inner) if row is not None else 0 for row in rows)
+        key = (id(kernel), bases)
+        if key not in self._kernels:  # the same kernel at the same rows: built once
+            self._kernels[key] = self._build_kernel(kernel, bases)
+        return KernelRun(step.stage, self._kernels[key], step.reset, step.alu_op, step.imm)
+
+    def _build_kernel(self, kernel: UopKernel, bases: tuple[int, int, int]) -> Kernel:
+        if id(kernel) not in self._coefficients:
+            self._coefficients[id(kernel)] = kernel_coefficients(kernel)
+        coefs = self._coefficients[id(kernel)]
         extents = [extent for _, extent in kernel.unrolled]
         counters = grid(extents)
-        columns = {
-            field: bases[field] + np.array(coefs[field][: len(extents)], dtype=np.int64) @ counters
-            for field in rows
-        }
+        columns = [
+            base + np.array(coefs[field][: len(extents)], dtype=np.int64) @ counters
+            for base, field in zip(bases, ("dst_idx", "src_idx", "wgt_idx"), strict=True)
+        ]
         uops = tuple(
             Uop(dst_idx=int(d), src_idx=int(s), wgt_idx=int(w))
-            for d, s, w in zip(
-                columns["dst_idx"], columns["src_idx"], columns["wgt_idx"], strict=True
-            )
+            for d, s, w in zip(*columns, strict=True)
         )
         loops = tuple(
             Loop(
@@ -289,4 +295,4 @@ class _Walker:
             )
             for i, (_, extent) in enumerate(kernel.loops)
         )
-        return KernelRun(step.stage, Kernel(uops, loops), step.reset, step.alu_op, step.imm)
+        return Kernel(uops, loops)
