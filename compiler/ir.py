@@ -177,6 +177,7 @@ class AttrKey(Enum):
 
     PRAGMA = "pragma"
     TENSORIZE = "tensorize"
+    STAGE = "stage"  # the statements of the stage named ``value`` (kept when a buffer is renamed)
 
 
 @dataclass(frozen=True)

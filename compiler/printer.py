@@ -163,7 +163,12 @@ def _stmt(s: Stmt, names: _Names, depth: int, out: list[str]) -> None:
             out.append(f"{pad}else:")
             _stmt(s.otherwise, names, depth + 1, out)
     elif isinstance(s, AttrStmt):
-        value = s.value.name if s.key is AttrKey.TENSORIZE else f"{s.value[0]}={s.value[1]!r}"
+        if s.key is AttrKey.TENSORIZE:
+            value = s.value.name
+        elif s.key is AttrKey.STAGE:
+            value = s.value
+        else:
+            value = f"{s.value[0]}={s.value[1]!r}"
         out.append(f"{pad}// {s.key.value} {value}")
         _stmt(s.body, names, depth, out)
     elif isinstance(s, CallIntrinsic):

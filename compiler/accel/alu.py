@@ -25,13 +25,13 @@ from compiler.accel.rows import (
     row_shape,
     split_element_loops,
 )
-from compiler.accel.stmts import ComputeStep, SramRow
+from compiler.accel.stmts import ComputeStep, Dma, SramRow
 from compiler.errors import CompileError
 from compiler.expr import Binary, BinOp, Cast, Const, DType, Expr
 from compiler.ir import Allocate, AttrKey, AttrStmt, For, Load, LoweredFunc, Scope, Stmt, Store
 from compiler.simplify import simplify_expr
 from compiler.visit import transform, walk
-from isa import AccelConfig, AluOp, MemId
+from isa import AccelConfig, AluOp, MemId, Opcode
 
 __all__ = ["lower_alu", "share_acc_storage"]
 
@@ -106,6 +106,8 @@ def _base(expr: Expr, store: Store) -> Expr:
             expr = expr.value
         elif isinstance(expr, Binary) and (expr.op in _COMMUTATIVE or expr.op is BinOp.MUL):
             expr = _pick(expr.a, expr.b, store)[0]
+        elif isinstance(expr, Binary) and expr.op is BinOp.SUB and _is_zero(expr.a):
+            expr = expr.b  # a negation
         elif isinstance(expr, Binary):
             expr = expr.a
         else:
@@ -121,6 +123,8 @@ def _reads(stmt: Stmt, buffer: object) -> int:
         nonlocal count
         if isinstance(node, Load | SramRow) and node.buffer is buffer and not updating:
             count += 1
+        if isinstance(node, Dma) and node.opcode is Opcode.LOAD:
+            return  # its SRAM row is written, and its DRAM side is no buffer of ours
         if isinstance(node, Store):
             updating = node.buffer is buffer
         for name in getattr(node, "children", ()):
@@ -134,6 +138,16 @@ def _reads(stmt: Stmt, buffer: object) -> int:
 
 
 def _rename(body: Stmt, old: object, new: object) -> Stmt:
+    """``body`` with buffer ``old`` replaced by ``new``; the statements of the stage that
+    computed ``old`` keep its name (an :class:`AttrKey.STAGE` around them)."""
+
+    def name_stage(node: object) -> object:
+        if _alu_pragma(node):
+            _, store = perfect_nest(node.body)
+            if isinstance(store, Store) and store.buffer is old:
+                return AttrStmt(AttrKey.STAGE, old.name, node)
+        return None
+
     def swap(node: object) -> object:
         if isinstance(node, Allocate) and node.buffer is old:
             return node.body
@@ -141,7 +155,7 @@ def _rename(body: Stmt, old: object, new: object) -> Stmt:
             return replace(node, buffer=new)
         return None
 
-    return transform(body, swap)
+    return transform(transform(body, name_stage), swap)
 
 
 # ------------------------------------------------------------------------------- lowering
@@ -149,9 +163,11 @@ def lower_alu(cfg: AccelConfig) -> Callable[[LoweredFunc], LoweredFunc]:
     """The pass for ``cfg``: every ``alu`` stage as ALU compute steps (module docstring)."""
 
     def run(func: LoweredFunc) -> LoweredFunc:
-        def stage(node: Stmt) -> Stmt | None:
+        def stage(node: Stmt, name: str | None = None) -> Stmt | None:
+            if isinstance(node, AttrStmt) and node.key is AttrKey.STAGE:
+                return rewrite_top_down(node.body, lambda s: stage(s, node.value))
             if _alu_pragma(node):
-                return rewrite_top_down(node.body, lambda s: _leaf_nest(cfg, s))
+                return rewrite_top_down(node.body, lambda s: _leaf_nest(cfg, s, name))
             return None
 
         return LoweredFunc(func.name, func.params, rewrite_top_down(func.body, stage))
@@ -166,13 +182,14 @@ _Chain = tuple[Expr, list[tuple[AluOp, Expr]]]
 _COMMUTATIVE = {BinOp.ADD: AluOp.ADD, BinOp.MIN: AluOp.MIN, BinOp.MAX: AluOp.MAX}
 
 
-def _leaf_nest(cfg: AccelConfig, stmt: Stmt) -> Stmt | None:
+def _leaf_nest(cfg: AccelConfig, stmt: Stmt, name: str | None) -> Stmt | None:
+    """A nest of one store of an ``alu`` stage (``name``, else its buffer's) as ALU steps."""
     if not isinstance(stmt, For | Store):
         return None
     loops, store = perfect_nest(stmt)
     if not isinstance(store, Store):
         return None
-    stage = store.buffer.name
+    stage = name or store.buffer.name
     if store.buffer.scope is not Scope.ACCEL_ACC:
         raise CompileError(
             f"an alu stage must write the accumulator scope, not {store.buffer.scope.value}",
@@ -201,6 +218,8 @@ def _leaf_nest(cfg: AccelConfig, stmt: Stmt) -> Stmt | None:
             )
     if not steps:  # a copy onto itself
         steps.append(ComputeStep(stage, dst=dst, alu_op=AluOp.SHR, imm=0))
+    for step in steps:
+        _check_immediate(cfg, stage, step)
     nests = []
     for step in steps:
         nest: Stmt = step
@@ -210,6 +229,25 @@ def _leaf_nest(cfg: AccelConfig, stmt: Stmt) -> Stmt | None:
     from compiler.ir import seq
 
     return seq(*nests)
+
+
+def _check_immediate(cfg: AccelConfig, stage: str, step: ComputeStep) -> None:
+    """A CompileError unless the step's immediate fits its field (and MUL's multiplier)."""
+    if step.imm is None:
+        return
+    bits = cfg.alu_imm_bits
+    if step.alu_op is AluOp.SHR:
+        bits = min(bits, cfg.shr_arg_bits)
+    if step.alu_op is AluOp.MUL:
+        bits = min(bits, cfg.mul_arg_bits)
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= step.imm <= high:
+        raise CompileError(
+            f"the constant {step.imm} of {step.alu_op.name} does not fit the ALU's {bits}-bit "
+            f"immediate ({low}..{high})",
+            tensor=stage,
+            op=step.alu_op.name,
+        )
 
 
 def _row(cfg: AccelConfig, stage: str, load: Load, store: Store) -> SramRow:
@@ -271,6 +309,11 @@ def _chain(cfg: AccelConfig, stage: str, expr: Expr, store: Store) -> _Chain:
     if op is BinOp.SUB and isinstance(b, Const):
         base, ops = _chain(cfg, stage, a, store)
         return base, [*ops, (AluOp.ADD, _int(-int(b.value)))]
+    if op is BinOp.SUB and _is_zero(a):  # -x, as simplify writes x * -c
+        base, ops = _chain(cfg, stage, b, store)
+        if ops and ops[-1][0] is AluOp.MUL:
+            return base, [*ops[:-1], (AluOp.MUL, _int(-int(ops[-1][1].value)))]
+        return base, [*ops, (AluOp.MUL, _int(-1))]
     shifts = {"SHR": 1, "SHL": -1}
     if op.name in shifts:
         if not isinstance(b, Const):
@@ -280,6 +323,10 @@ def _chain(cfg: AccelConfig, stage: str, expr: Expr, store: Store) -> _Chain:
     raise CompileError(
         f"the ALU has no operation for {op.value!r} in this form", tensor=stage, op=op.value
     )
+
+
+def _is_zero(expr: Expr) -> bool:
+    return isinstance(expr, Const) and expr.value == 0
 
 
 def _int(value: int) -> Const:

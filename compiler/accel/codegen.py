@@ -147,11 +147,13 @@ def _place(cfg: AccelConfig, func: LoweredFunc) -> dict[Buffer, int]:
             rows = _rows(stmt.buffer)
             depth = cfg.buffer_depth(mem)
             if top[mem] + rows > depth:
+                size = cfg.elem_bytes(mem)
                 raise CompileError(
                     f"does not fit the {mem.name} buffer: it needs rows {top[mem]}.."
-                    f"{top[mem] + rows - 1} ({rows} rows of "
-                    f"{cfg.elem_bytes(mem)} bytes after the buffers allocated around it), "
-                    f"the buffer has {depth} rows ({depth * cfg.elem_bytes(mem)} bytes)",
+                    f"{top[mem] + rows - 1} ({rows * size} bytes after the "
+                    f"{top[mem] * size} bytes of the buffers allocated around it, "
+                    f"{(top[mem] + rows) * size} in all), the buffer has {depth} rows "
+                    f"({depth * size} bytes)",
                     tensor=stmt.buffer.name,
                 )
             bases[stmt.buffer] = top[mem]

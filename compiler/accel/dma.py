@@ -44,7 +44,7 @@ from compiler.expr import (
 )
 from compiler.ir import AttrKey, AttrStmt, Buffer, For, ForKind, Load, LoweredFunc, Scope, Store
 from compiler.simplify import ONE, from_linear, linear, simplify_expr
-from compiler.visit import free_vars, substitute, transform
+from compiler.visit import free_vars, substitute, transform, walk
 from isa import AccelConfig, MemId, Opcode
 
 __all__ = ["inject_dma"]
@@ -90,9 +90,11 @@ def _lower_copy(cfg: AccelConfig, body: object) -> object:
     loops, store = perfect_nest(body)
     if not isinstance(store, Store):
         found = type(store).__name__
+        stores = [n.buffer.name for n in walk(store) if isinstance(n, Store)]
         raise CompileError(
             f"a dma_copy stage must be a loop nest around one copy, found a {found} (a tail "
             "guard from a split that does not divide?)",
+            tensor=stores[0] if stores else "",
         )
     stage = store.buffer.name
     if store.buffer.scope is Scope.GLOBAL:
