@@ -39,13 +39,22 @@ def conv2d_reference_any(x: np.ndarray, w: np.ndarray, stride: int, padding: int
 
 
 def build_compiled_conv2d(
-    cfg: AccelConfig, seed: int, size: int, kernel: int, stride: int, padding: int, knobs: dict
+    cfg: AccelConfig,
+    seed: int,
+    size: int,
+    kernel: int,
+    stride: int,
+    padding: int,
+    knobs: dict,
+    channels: tuple[int, int] | None = None,
+    shift: int = SHIFT,
 ) -> Built:
-    """The compiled conv2d of ``2 x BLOCK_IN -> 4 x BLOCK_OUT`` channels on a ``size``-square
-    image, with ``knobs`` (the rest default), on seeded random data, and its numpy check."""
+    """The compiled conv2d of ``channels`` (default ``2 x BLOCK_IN -> 4 x BLOCK_OUT``) on a
+    ``size``-square image, with ``knobs`` (the rest default), on seeded random data, and its
+    numpy check."""
     env = Env(cfg)
     rng = np.random.default_rng(seed)
-    cin, cout = 2 * cfg.block_in, 4 * cfg.block_out
+    cin, cout = channels or (2 * cfg.block_in, 4 * cfg.block_out)
     x = random_ints(rng, cfg.inp_width, (cfg.batch, cin, size, size))
     w = random_ints(rng, cfg.wgt_width, (cout, cin, kernel, kernel))
     bias = random_ints(rng, cfg.acc_width, (cout,), -64, 64)
@@ -57,11 +66,11 @@ def build_compiled_conv2d(
     bias_t = te.placeholder(bp.shape, env.acc_dtype, "bias")
     params = {"env": env, "stride": stride, "padding": padding}
     config = CONV2D.space(data, weights, bias_t, **params).default() | knobs
-    s, res = CONV2D(data, weights, bias_t, shift=SHIFT, config=config, **params)
+    s, res = CONV2D(data, weights, bias_t, shift=shift, config=config, **params)
     f = build(s, [data, weights, bias_t, res], target=env.target, name="conv2d")
     program = f.bind(xp, wp, bp, np.zeros(res.shape, env.out_dtype))
     acc = conv2d_reference_any(x, w, stride, padding)
-    expected = np.clip((acc >> SHIFT) + bias.reshape(1, -1, 1, 1), 0, 127)
+    expected = np.clip((acc >> shift) + bias.reshape(1, -1, 1, 1), 0, 127)
     packed = pack_nchw(expected, env, block=cfg.block_out)
     return built(program, [Expectation("compiled_conv2d", f.layout["res"], packed, cfg.out_width)])
 

@@ -10,10 +10,11 @@ import pytest
 
 from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw, unpack_nchw
-from compiler.accel.ops import ADD, CONV2D, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
+from compiler.accel.layout import pack_nchw, unpack_nchw
+from compiler.accel.ops import ADD, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
 from isa import AccelConfig
-from tests.conformance.compiled_cases import conv2d_reference_any
+from runtime import open_device
+from tests.conformance.compiled_cases import build_compiled_conv2d
 
 #: VTA's ResNet-18 table (vta-facts 7.1): input size, channels in and out, kernel, stride, pad.
 RESNET18 = {
@@ -38,23 +39,15 @@ def _ints(rng: np.random.Generator, shape: tuple, low: int = -128, high: int = 1
     return rng.integers(low, high, size=shape)
 
 
-def run_conv(env: Env, size, cin, cout, kernel, stride, padding, shift=8, seed=0) -> None:
-    rng = np.random.default_rng(seed)
-    x, w = _ints(rng, (env.BATCH, cin, size, size)), _ints(rng, (cout, cin, kernel, kernel))
-    bias = _ints(rng, (cout,), -2000, 2000)
-    xp = pack_nchw(x.astype(env.inp_dtype), env)
-    wp = pack_oihw(w.astype(env.wgt_dtype), env)
-    bp = pack_bias(bias.astype(env.acc_dtype), env)
-    data = te.placeholder(xp.shape, env.inp_dtype, "data")
-    weights = te.placeholder(wp.shape, env.wgt_dtype, "kernel")
-    bias_t = te.placeholder(bp.shape, env.acc_dtype, "bias")
-    s, res = CONV2D(data, weights, bias_t, env=env, stride=stride, padding=padding, shift=shift)
-    f = build(s, [data, weights, bias_t, res], target=env.target)
-    out = np.zeros(res.shape, env.out_dtype)
-    f(xp, wp, bp, out)
-    acc = conv2d_reference_any(x, w, stride, padding)
-    expected = np.clip((acc.astype(np.int32) >> shift) + bias.reshape(1, -1, 1, 1), 0, 127)
-    np.testing.assert_array_equal(unpack_nchw(out, cout, env.BATCH), expected)
+def run_conv(env: Env, size, cin, cout, kernel, stride, padding, shift=8) -> None:
+    """The conv2d template with its default knobs, on fsim, against numpy (the conformance
+    suite's builder and reference)."""
+    built = build_compiled_conv2d(
+        env.cfg, 0, size, kernel, stride, padding, {}, channels=(cin, cout), shift=shift
+    )
+    dram = built.dram.copy()
+    open_device("fsim", env.cfg).run(built.program, dram)
+    built.check(dram)
 
 
 @pytest.mark.parametrize("layer", list(RESNET18))
