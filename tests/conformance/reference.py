@@ -141,11 +141,14 @@ class _Reference:
     def alu(self, insn: AluInsn) -> None:
         cfg = self.cfg
         for d, s, _ in self._steps(insn):
-            operands = [insn.imm] * len(self.acc[d]) if insn.use_imm else list(self.acc[s])
-            new = [
-                0 if insn.reset_reg else self._alu_op(insn.alu_opcode, a, x)
-                for a, x in zip(self.acc[d], operands, strict=True)
-            ]
+            if insn.reset_reg:  # a reset step reads nothing (SEMANTICS 6)
+                new = [0] * len(self.acc[d])
+            else:
+                operands = [insn.imm] * len(self.acc[d]) if insn.use_imm else list(self.acc[s])
+                new = [
+                    self._alu_op(insn.alu_opcode, a, x)
+                    for a, x in zip(self.acc[d], operands, strict=True)
+                ]
             self.acc[d] = new
             self.out[d] = [_wrap(v, cfg.out_width) for v in new]
 

@@ -114,3 +114,21 @@ def test_reference_interpreter_passes_the_small_cases(case):
     dram = bytearray(built.dram.tobytes())
     reference_run(built.program, dram)
     built.check(np.frombuffer(bytes(dram), dtype=np.uint8).copy())
+
+
+def test_reference_reset_steps_read_nothing():
+    """A reset ALU step's source index is not read (SEMANTICS 6), even past the buffer: the
+    simulator and the reference both run it and agree."""
+    from isa import AluOp, Kernel, Loop, MemId, ProgramBuilder, Uop
+
+    cfg = AccelConfig.preset("tiny")
+    b = ProgramBuilder(cfg)
+    out = b.alloc("out", MemId.OUT, 4)
+    far = cfg.acc_buff_depth  # source rows 256.. do not exist
+    kernel = Kernel((Uop(dst_idx=0, src_idx=far - 1),), (Loop(4, dst_factor=1, src_factor=1),))
+    b.alu(kernel, AluOp.ADD, reset=True)
+    b.dep_push(Stage.COMPUTE, Stage.STORE)
+    b.dep_pop(Stage.COMPUTE, Stage.STORE)
+    b.store_2d(out, sram=0, y_size=1, x_size=4)
+    program = b.finish()
+    np.testing.assert_array_equal(_simulate(program), _reference(program))
