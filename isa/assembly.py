@@ -25,12 +25,12 @@ import functools
 from enum import IntEnum
 
 from isa.config import AccelConfig
-from isa.encoding import encode, encode_uop
+from isa.encoding import UOP_BYTES, encode, encode_uop
 from isa.errors import AssemblyError, ConfigError, EncodingError, ProgramError
 from isa.fields import Field, Format, InstructionSet, instruction_set
 from isa.instructions import Instruction, MemInsn, Uop
 from isa.opcodes import Opcode
-from isa.program import DramSegment, Program
+from isa.program import DramSegment, Program, check_dram_region
 
 __all__ = ["assemble", "disassemble", "format_insn", "format_uop"]
 
@@ -187,7 +187,7 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
     configuration, raises AssemblyError with the 1-based line number.
     """
     cfg_line: tuple[AccelConfig, int] | None = None
-    uop_base = 0
+    uop_base, uop_base_line = 0, 1
     uops: list[tuple[Uop, int]] = []
     insns: list[tuple[Instruction, int]] = []
     segments: list[tuple[str, int, bytearray, int]] = []
@@ -205,7 +205,7 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
         elif keyword == ".uop_base":
             if len(tokens) != 1:
                 raise AssemblyError(number, ".uop_base takes one integer")
-            uop_base = _parse_int(tokens[0], ".uop_base", number)
+            uop_base, uop_base_line = _parse_int(tokens[0], ".uop_base", number), number
         elif keyword == ".uop":
             uops.append((_parse_record(isa.uop, tokens, number, ".uop"), number))
         elif keyword == ".segment":
@@ -233,14 +233,41 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
             encode_uop(uop, cfg)
         except EncodingError as err:
             raise AssemblyError(number, f".uop: {err.detail}") from None
+    dram_segments = _place(cfg, segments, uop_base, uop_base_line, len(uops))
     try:
-        dram_segments = [
-            DramSegment(name, address, bytes(data)) for name, address, data, _ in segments
-        ]
         return Program(cfg, [i for i, _ in insns], [u for u, _ in uops], uop_base, dram_segments)
     except ProgramError as err:
         last = segments[-1][3] if segments else 1
         raise AssemblyError(last, str(err)) from None
+
+
+def _place(
+    cfg: AccelConfig,
+    segments: list[tuple[str, int, bytearray, int]],
+    uop_base: int,
+    uop_base_line: int,
+    n_uops: int,
+) -> list[DramSegment]:
+    """The DRAM segments, each checked against ``cfg``'s DRAM address space, and the micro-op
+    table's placement; an AssemblyError names the ``.segment`` or ``.uop_base`` line at fault."""
+    placed = []
+    for name, address, data, number in segments:
+        try:
+            segment = DramSegment(name, address, bytes(data))
+            check_dram_region(cfg, segment.address, segment.end, f"segment {name}")
+        except ProgramError as err:
+            raise AssemblyError(number, f".segment: {err}") from None
+        placed.append(segment)
+    if uop_base < 0:
+        raise AssemblyError(uop_base_line, f".uop_base: {uop_base} must be >= 0")
+    start = uop_base * cfg.uop_elem_bytes
+    try:
+        check_dram_region(
+            cfg, start, start + n_uops * UOP_BYTES, f"micro-op table at uop_base {uop_base}"
+        )
+    except ProgramError as err:
+        raise AssemblyError(uop_base_line, f".uop_base: {err}") from None
+    return placed
 
 
 def _parse_insn(head: str, tokens: list[str], number: int, isa: InstructionSet) -> Instruction:

@@ -435,6 +435,12 @@ class AccelConfig:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise ConfigError("file", source, f"not valid JSON ({err})") from None
+        except ValueError as err:  # an integer too long to convert (sys.int_info limit)
+            raise ConfigError("file", source, f"not a usable JSON document ({err})") from None
+        except RecursionError:
+            raise ConfigError(
+                "file", source, "not a usable JSON document (nested too deeply)"
+            ) from None
         if not isinstance(data, dict):
             raise ConfigError("file", source, "must hold a JSON object of parameters")
         if any(str(key).startswith("LOG_") for key in data):
@@ -448,9 +454,13 @@ class AccelConfig:
     def load(cls, path: str | Path) -> AccelConfig:
         """Read a configuration file in our JSON format or in VTA's."""
         try:
-            text = Path(path).read_text()
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as err:
             raise ConfigError("file", str(path), f"cannot be read ({err.strerror})") from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(
+                "file", str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})"
+            ) from None
         return cls.from_json(text, source=str(path))
 
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from collections.abc import Iterable
 
 from isa.config import INSN_WIDTH, UOP_WIDTH, AccelConfig
@@ -40,6 +41,22 @@ def _encode_record(record: Instruction | Uop, fmt: Format) -> int:
     return word
 
 
+def _as_word(word: object, width: int, what: str) -> int:
+    """``word`` as a plain ``int`` when it is an integer (Python's or numpy's) of ``width``
+    unsigned bits; otherwise an EncodingError. A bool is refused: it is not an encoded word."""
+    if isinstance(word, bool):
+        raise EncodingError(f"{word!r} is a bool, not a {width}-bit {what} word")
+    try:
+        value = operator.index(word)  # type: ignore[arg-type]
+    except TypeError:
+        raise EncodingError(
+            f"{word!r} (a {type(word).__name__}) is not a {width}-bit {what} word"
+        ) from None
+    if not 0 <= value < (1 << width):
+        raise EncodingError(f"{word!r} is not a {width}-bit {what} word")
+    return value
+
+
 def _decode_record(word: int, fmt: Format, name: str) -> dict[str, object]:
     if not 0 <= word < (1 << fmt.width):
         raise EncodingError(f"word {word:#x} is not a {fmt.width}-bit unsigned integer", insn=name)
@@ -65,8 +82,7 @@ def decode(word: int, cfg: AccelConfig) -> Instruction:
     Raises EncodingError for an unknown opcode, an invalid enum field or set reserved bits.
     """
     isa = instruction_set(cfg)
-    if not isinstance(word, int) or not 0 <= word < (1 << INSN_WIDTH):
-        raise EncodingError(f"{word!r} is not a {INSN_WIDTH}-bit instruction word")
+    word = _as_word(word, INSN_WIDTH, "instruction")
     opcode_field = isa.mem.field("opcode")
     raw_opcode = (word >> opcode_field.offset) & ((1 << opcode_field.width) - 1)
     try:
@@ -94,8 +110,13 @@ def encode_uop(uop: Uop, cfg: AccelConfig) -> int:
 
 
 def decode_uop(word: int, cfg: AccelConfig) -> Uop:
-    """The micro-op that the 32-bit ``word`` encodes under ``cfg``."""
+    """The micro-op that the 32-bit ``word`` encodes under ``cfg``.
+
+    Raises EncodingError for anything but an integer (Python's or numpy's, not a bool) that
+    fits 32 unsigned bits, and for set reserved bits.
+    """
     fmt = instruction_set(cfg).uop
+    word = _as_word(word, UOP_WIDTH, "micro-op")
     return Uop(**_decode_record(word, fmt, "Uop"))  # type: ignore[arg-type]
 
 

@@ -39,7 +39,14 @@ from isa.errors import (
 )
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "DramSegment", "Program", "check_config"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAGIC",
+    "DramSegment",
+    "Program",
+    "check_config",
+    "check_dram_region",
+]
 
 MAGIC = b"VTAFORGE"
 FORMAT_VERSION = 1
@@ -102,7 +109,18 @@ class Program:
         self._check_regions()
 
     def _check_regions(self) -> None:
+        """Every region lies inside the configuration's DRAM address space (``2**dram_addr_bits``
+        bytes), no two overlap, and segment names are unique."""
         regions = [(s.address, s.end, f"segment {s.name}") for s in self.segments]
+        for start, end, what in regions:
+            check_dram_region(self.config, start, end, what)
+        start, end = self.uop_region
+        check_dram_region(
+            self.config,
+            start,
+            end,
+            f"micro-op table ({len(self.uops)} at uop_base {self.uop_base})",
+        )
         if self.uops:
             regions.append((*self.uop_region, "micro-op table"))
         names = [s.name for s in self.segments]
@@ -200,6 +218,17 @@ class Program:
             raise ProgramFormatError(f"{path}: {err}") from None
 
 
+def check_dram_region(cfg: AccelConfig, start: int, end: int, what: str) -> None:
+    """Raise ProgramError naming ``what`` when bytes ``[start, end)`` do not fit the DRAM address
+    space of ``cfg`` (``2**dram_addr_bits`` bytes)."""
+    limit = 1 << cfg.dram_addr_bits
+    if end > limit:
+        raise ProgramError(
+            f"{what} at bytes [{start:#x}, {end:#x}) ends past the {limit:#x}-byte DRAM address "
+            f"space (dram_addr_bits={cfg.dram_addr_bits})"
+        )
+
+
 def check_config(program_config: AccelConfig, expected: AccelConfig) -> None:
     """Raise ConfigMismatchError naming every parameter where ``program_config`` differs."""
     if program_config == expected:
@@ -291,6 +320,10 @@ def _parse_header(raw: bytes) -> dict[str, Any]:
         header = json.loads(raw.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ProgramFormatError(f"the header is not valid JSON ({err})") from None
+    except ValueError as err:  # an integer too long to convert (sys.int_info limit)
+        raise ProgramFormatError(f"the header is not usable JSON ({err})") from None
+    except RecursionError:
+        raise ProgramFormatError("the header is not usable JSON (nested too deeply)") from None
     if not isinstance(header, dict):
         raise ProgramFormatError("the header is not a JSON object")
     for key, kind in (

@@ -100,6 +100,9 @@ class FunctionalSimulator:
                 program.write_to(dram)
             except (ConfigMismatchError, ProgramError) as err:
                 raise SimulationError(str(err)) from None
+            except EncodingError as err:
+                # A micro-op of the table does not fit its field; the detail names its index.
+                raise SimulationError(f"micro-op table: {err.detail}") from None
             instructions = program.instructions
         else:
             instructions = tuple(self._record(i, insn) for i, insn in enumerate(program))
