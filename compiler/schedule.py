@@ -275,11 +275,11 @@ def apply_step(schedule: ScheduleState, step: Step) -> ScheduleState:
 
 def _apply_split(_: ScheduleState, state: StageState, step: Split) -> StageState:
     position = _leaf(state, step.parent, "split")
-    given = step.factor if step.factor is not None else step.nparts
     if (step.factor is None) == (step.nparts is None):
         raise state.error("split needs exactly one of factor and nparts", step.parent)
-    if not isinstance(given, int) or given < 1:
-        raise state.error(f"split size {given!r} is not a positive integer", step.parent)
+    which, given = ("factor", step.factor) if step.factor is not None else ("nparts", step.nparts)
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
+        raise state.error(f"split size ({which}) {given!r} is not a positive integer", step.parent)
     leaves = (*state.leaves[:position], step.outer, step.inner, *state.leaves[position + 1 :])
     return replace(
         state,
@@ -339,17 +339,34 @@ def _apply_bind(_: ScheduleState, state: StageState, step: Bind) -> StageState:
 
 def _apply_pragma(_: ScheduleState, state: StageState, step: Pragma) -> StageState:
     _leaf(state, step.axis, "pragma")
+    if not isinstance(step.name, str) or not step.name:
+        raise state.error(
+            f"pragma: the pragma name must be a non-empty str, got {_describe(step.name)}",
+            step.axis,
+        )
     return replace(state, pragmas=(*state.pragmas, step))
 
 
 def _apply_tensorize(_: ScheduleState, state: StageState, step: Tensorize) -> StageState:
     _leaf(state, step.axis, "tensorize")
+    if not isinstance(step.intrin, TensorIntrin):
+        raise state.error(
+            "tensorize: the intrinsic must be a TensorIntrin (from te.decl_tensor_intrin), "
+            f"got {_describe(step.intrin)}",
+            step.axis,
+        )
     if state.tensorize is not None:
         raise state.error("tensorize: the stage is already tensorized", step.axis)
     return replace(state, tensorize=step)
 
 
 def _apply_compute_at(schedule: ScheduleState, state: StageState, step: ComputeAt) -> StageState:
+    if not isinstance(step.parent, ComputeOp):
+        raise state.error(
+            f"compute_at: the parent must be a stage (s[T]), got {_describe(step.parent)}"
+        )
+    if not isinstance(step.axis, IterVar):
+        raise state.error(f"compute_at: {_describe(step.axis)} is not an axis")
     if step.parent not in schedule.stages:
         raise state.error(f"compute_at: {step.parent.name!r} is not a stage of this schedule")
     parent = schedule.stage(step.parent)
@@ -438,8 +455,29 @@ def _apply_cache(schedule: ScheduleState, step: CacheRead | CacheWrite) -> Sched
 
 
 # --------------------------------------------------------------------------------- builders
-def _scope(scope: Scope | str) -> Scope:
-    return scope if isinstance(scope, Scope) else Scope(scope)
+def _describe(value: Any) -> str:
+    """``value`` with its type, for error messages (``str 'C'``, ``int 3``)."""
+    return f"{type(value).__name__} {value!r}"
+
+
+def _label(value: Any) -> str:
+    """What to call ``value`` where an error needs a stage name and it may not be a stage."""
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    return value if isinstance(value, str) else repr(value)
+
+
+def _scope(scope: Scope | str, stage: str, what: str) -> Scope:
+    if isinstance(scope, Scope):
+        return scope
+    try:
+        return Scope(scope)
+    except (ValueError, TypeError):
+        known = ", ".join(repr(s.value) for s in Scope)
+        raise ScheduleError(
+            f"{what}: unknown scope {scope!r} (known: {known})", stage=stage
+        ) from None
 
 
 def _outputs(outputs: Tensor | ComputeOp | Sequence[Tensor | ComputeOp]) -> tuple[ComputeOp, ...]:
@@ -447,10 +485,23 @@ def _outputs(outputs: Tensor | ComputeOp | Sequence[Tensor | ComputeOp]) -> tupl
     ops = []
     for item in items:
         op = item.op if isinstance(item, Tensor) else item
+        if not isinstance(op, ComputeOp | PlaceholderOp):
+            raise ScheduleError(
+                f"create_schedule: an output must be a tensor (or a compute op), got "
+                f"{_describe(item)}",
+                stage=_label(item),
+            )
         if not isinstance(op, ComputeOp):
             raise ScheduleError("a schedule's outputs must be computes", stage=op.name)
         ops.append(op)
     return tuple(ops)
+
+
+def _axis(stage: ComputeOp, axis: Any, what: str) -> IterVar:
+    """``axis``, checked to be an axis (before it is used to build a step)."""
+    if not isinstance(axis, IterVar):
+        raise ScheduleError(f"{what}: {_describe(axis)} is not an axis", stage=stage.name)
+    return axis
 
 
 class Schedule:
@@ -489,6 +540,11 @@ class Schedule:
 
     def __getitem__(self, key: Tensor | ComputeOp) -> Stage:
         op = key.op if isinstance(key, Tensor) else key
+        if not isinstance(op, ComputeOp | PlaceholderOp):
+            raise ScheduleError(
+                f"a schedule is indexed by a tensor (s[C]) or its op, got {_describe(key)}",
+                stage=_label(key),
+            )
         if isinstance(op, PlaceholderOp):
             raise ScheduleError("a placeholder has no stage to schedule", stage=op.name)
         if op not in self._state.stages:
@@ -499,7 +555,23 @@ class Schedule:
         self, tensor: Tensor, scope: Scope | str, readers: Sequence[Tensor | ComputeOp]
     ) -> Tensor:
         """A copy of ``tensor`` in ``scope`` that the ``readers`` read instead."""
-        scope = _scope(scope)
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError(
+                f"cache_read: needs a tensor, got {_describe(tensor)}", stage=_label(tensor)
+            )
+        scope = _scope(scope, tensor.name, "cache_read")
+        if not isinstance(readers, list | tuple):
+            raise ScheduleError(
+                f"cache_read: the readers must be a list of tensors, got {_describe(readers)}",
+                stage=tensor.name,
+            )
+        for reader in readers:
+            if not isinstance(reader, Tensor | ComputeOp):
+                raise ScheduleError(
+                    f"cache_read: a reader must be a tensor (or a compute op), got "
+                    f"{_describe(reader)}",
+                    stage=_label(reader),
+                )
         axes = tuple(IterVar(Var(f"ax{d}"), extent) for d, extent in enumerate(tensor.shape))
         cache_op = ComputeOp(
             f"{tensor.name}.{scope.value}", axes, TensorRead(tensor, tuple(a.var for a in axes))
@@ -511,10 +583,14 @@ class Schedule:
 
     def cache_write(self, tensor: Tensor, scope: Scope | str) -> Tensor:
         """A stage computing ``tensor``'s body in ``scope``; ``tensor`` becomes its copy."""
-        scope = _scope(scope)
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError(
+                f"cache_write: needs a tensor, got {_describe(tensor)}", stage=_label(tensor)
+            )
         op = tensor.op
         if not isinstance(op, ComputeOp):
             raise ScheduleError("cache_write needs a compute", stage=tensor.name)
+        scope = _scope(scope, tensor.name, "cache_write")
         axes = tuple(IterVar(Var(a.name), a.extent) for a in op.axes)
         body = substitute(
             op.body, {old.var: new.var for old, new in zip(op.axes, axes, strict=True)}
@@ -545,6 +621,7 @@ class Stage:
     ) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)``: inner extent ``factor`` (or outer extent
         ``nparts``)."""
+        _axis(self.op, parent, "split")
         outer = IterVar(Var(f"{parent.name}.outer"), 0, parent.kind)
         inner = IterVar(Var(f"{parent.name}.inner"), 0, parent.kind)
         self._schedule.apply(Split(self.op, parent, outer, inner, factor, nparts))
@@ -563,6 +640,8 @@ class Stage:
         """Fuse adjacent ``axes`` (outermost first) into one loop."""
         if not axes:
             raise ScheduleError("fuse needs at least one axis", stage=self.op.name)
+        for axis in axes:
+            _leaf(self.state, _axis(self.op, axis, "fuse"), "fuse")
         fused = axes[0]
         for inner in axes[1:]:
             new = IterVar(Var(f"{fused.name}.{inner.name}.fused"), 0, inner.kind)
@@ -599,8 +678,9 @@ class Stage:
         try:
             grid = ThreadTag(tag)
         except ValueError:
+            known = ", ".join((*VIRTUAL_THREAD_TAGS, *(t.value for t in ThreadTag)))
             raise ScheduleError(
-                f"bind: unknown thread tag {tag!r}",
+                f"bind: unknown thread tag {tag!r} (known: {known})",
                 stage=self.op.name,
                 axis=getattr(axis, "name", repr(axis)),
             ) from None
@@ -613,7 +693,10 @@ class Stage:
         self._schedule.apply(Tensorize(self.op, axis, intrin))
 
     def compute_at(self, parent: Stage, axis: IterVar) -> None:
-        self._schedule.apply(ComputeAt(self.op, parent.op, axis))
+        """Compute this stage inside ``parent``'s loop ``axis`` (``parent`` is ``s[T]``; the
+        tensor ``T`` itself is taken too)."""
+        parent_op = parent.op if isinstance(parent, Stage | Tensor) else parent
+        self._schedule.apply(ComputeAt(self.op, parent_op, axis))
 
     def compute_inline(self) -> None:
         self._schedule.apply(SetAttach(self.op, AttachKind.INLINE))
@@ -622,7 +705,7 @@ class Stage:
         self._schedule.apply(SetAttach(self.op, AttachKind.ROOT))
 
     def set_scope(self, scope: Scope | str) -> None:
-        self._schedule.apply(SetScope(self.op, _scope(scope)))
+        self._schedule.apply(SetScope(self.op, _scope(scope, self.op.name, "set_scope")))
 
 
 def create_schedule(outputs: Tensor | ComputeOp | Sequence[Tensor | ComputeOp]) -> Schedule:

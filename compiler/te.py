@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 from compiler.errors import CompileError
 from compiler.expr import (
     Binary,
@@ -185,13 +187,27 @@ class Tensor:
         return f"Tensor({self.name}, {self.shape}, {self.dtype})"
 
 
+def _is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python's or numpy's), not a ``bool``."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
 def _shape(shape: Sequence[int] | int, name: str) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    if _is_int(shape):
+        dims: tuple[Any, ...] = (shape,)
+    elif isinstance(shape, list | tuple):
+        dims = tuple(shape)
+    else:
+        raise CompileError(
+            f"the shape must be an int or a tuple of ints, got {type(shape).__name__} {shape!r}",
+            tensor=name,
+        )
     for dim, extent in enumerate(dims):
-        if not isinstance(extent, int) or extent < 1:
+        if not _is_int(extent) or extent < 1:
             raise CompileError(
                 f"extent {extent!r} is not a positive integer", tensor=name, axis=str(dim)
             )
+    dims = tuple(int(extent) for extent in dims)
     return dims
 
 
@@ -212,7 +228,17 @@ def placeholder(
 
 def reduce_axis(dom: tuple[int, int] | int, name: str = "k") -> IterVar:
     """A reduction axis over ``range(*dom)`` (or ``range(dom)``)."""
-    begin, end = (0, dom) if isinstance(dom, int) else dom
+    if _is_int(dom):
+        begin, end = 0, dom
+    elif isinstance(dom, list | tuple) and len(dom) == 2 and builtins.all(map(_is_int, dom)):
+        begin, end = dom
+    else:
+        raise CompileError(
+            f"the domain must be an int or a (begin, end) pair of ints, got "
+            f"{type(dom).__name__} {dom!r}",
+            axis=name,
+            op="reduce_axis",
+        )
     if end <= begin:
         raise CompileError(f"empty reduction range {begin}..{end}", axis=name)
     return IterVar(Var(name), end - begin, IterKind.REDUCE, begin)
@@ -228,11 +254,46 @@ def _axis_names(fcompute: Callable[..., Any], ndim: int) -> list[str]:
     return [f"ax{dim}" for dim in range(ndim)]
 
 
+def _check_arity(fcompute: Callable[..., Any], ndim: int, name: str) -> None:
+    """``fcompute`` must take one argument per dimension (``lambda *i:`` takes any number)."""
+    if not callable(fcompute):
+        raise CompileError(
+            f"fcompute must be a function of the axes, got {type(fcompute).__name__} {fcompute!r}",
+            tensor=name,
+            op="compute",
+        )
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        return  # no signature to check (some builtins): calling it will tell
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    keyword_only = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    variadic = builtins.any(p.kind is p.VAR_POSITIONAL for p in params)
+    if len(required) <= ndim and (variadic or ndim <= len(positional)) and not keyword_only:
+        return
+    if keyword_only:
+        takes = f"has required keyword-only arguments ({', '.join(keyword_only)})"
+    elif variadic:
+        takes = f"takes at least {len(required)} axis arguments"
+    elif len(required) == len(positional):
+        takes = f"takes {len(positional)} axis argument{'s' * (len(positional) != 1)}"
+    else:
+        takes = f"takes {len(required)} to {len(positional)} axis arguments"
+    raise CompileError(
+        f"fcompute {takes} but the shape has {ndim} dimension{'s' * (ndim != 1)}: give it one "
+        "argument per dimension (or `lambda *i:`)",
+        tensor=name,
+        op="compute",
+    )
+
+
 def compute(
     shape: Sequence[int] | int, fcompute: Callable[..., Any], name: str = "compute"
 ) -> Tensor:
     """The tensor whose element at ``axes`` is ``fcompute(*axes)``."""
     dims = _shape(shape, name)
+    _check_arity(fcompute, len(dims), name)
     axes = tuple(
         IterVar(Var(axis_name), extent)
         for axis_name, extent in zip(_axis_names(fcompute, len(dims)), dims, strict=True)
