@@ -23,7 +23,6 @@ import argparse
 import platform
 import random
 import time
-from dataclasses import dataclass
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
@@ -31,7 +30,7 @@ from _harness import report
 
 from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.ops import CONV2D
+from compiler.accel.ops import CONV2D, RESNET18_LAYERS, ConvLayer
 from isa import AccelConfig, TimingConfig
 from runtime import open_device
 from runtime.devices import AXI_RAM_TIMING
@@ -41,36 +40,6 @@ DDR_TIMING = TimingConfig(read_latency=20, write_response_latency=20)
 VTA_TSIM_RESNET18 = 7_729_601
 
 
-@dataclass(frozen=True)
-class Layer:
-    name: str
-    size: int
-    cin: int
-    cout: int
-    kernel: int
-    stride: int
-    padding: int
-    in_resnet18: int  # occurrences in ResNet-18
-
-    @property
-    def out_size(self) -> int:
-        return (self.size + 2 * self.padding - self.kernel) // self.stride + 1
-
-
-LAYERS = (
-    Layer("C1", 224, 3, 64, 7, 2, 3, 1),
-    Layer("C2", 56, 64, 64, 3, 1, 1, 4),
-    Layer("C3", 56, 64, 64, 1, 1, 0, 0),
-    Layer("C4", 56, 64, 128, 3, 2, 1, 1),
-    Layer("C5", 56, 64, 128, 1, 2, 0, 1),
-    Layer("C6", 28, 128, 128, 3, 1, 1, 3),
-    Layer("C7", 28, 128, 256, 3, 2, 1, 1),
-    Layer("C8", 28, 128, 256, 1, 2, 0, 1),
-    Layer("C9", 14, 256, 256, 3, 1, 1, 3),
-    Layer("C10", 14, 256, 512, 3, 2, 1, 1),
-    Layer("C11", 14, 256, 512, 1, 2, 0, 1),
-    Layer("C12", 7, 512, 512, 3, 1, 1, 3),
-)
 COLUMNS = [
     "layer",
     "knobs",
@@ -96,7 +65,7 @@ class Bench:
         self.ideal = open_device("sim", cfg, timing=AXI_RAM_TIMING, detect_races=False)
         self.ddr = open_device("sim", cfg, timing=DDR_TIMING, detect_races=False)
 
-    def tensors(self, layer: Layer):
+    def tensors(self, layer: ConvLayer):
         env = self.env
         ci = -(-layer.cin // env.BLOCK_IN)
         co = layer.cout // env.BLOCK_OUT
@@ -111,13 +80,13 @@ class Bench:
         bias = te.placeholder((1, co, 1, 1, env.BATCH, env.BLOCK_OUT), env.acc_dtype, "bias")
         return data, kernel, bias
 
-    def space(self, layer: Layer):
+    def space(self, layer: ConvLayer):
         data, kernel, bias = self.tensors(layer)
         return CONV2D.space(
             data, kernel, bias, env=self.env, stride=layer.stride, padding=layer.padding
         )
 
-    def compile(self, layer: Layer, config: dict | None):
+    def compile(self, layer: ConvLayer, config: dict | None):
         data, kernel, bias = self.tensors(layer)
         s, res = CONV2D(
             data,
@@ -136,13 +105,13 @@ class Bench:
         return function(*arrays, device=device).cycles
 
 
-def gemm_steps(env: Env, layer: Layer) -> int:
+def gemm_steps(env: Env, layer: ConvLayer) -> int:
     ci = -(-layer.cin // env.BLOCK_IN)
     co = layer.cout // env.BLOCK_OUT
     return layer.out_size**2 * ci * co * layer.kernel**2
 
 
-def sweep(bench: Bench, layer: Layer, default: dict, count: int, seed: int) -> int:
+def sweep(bench: Bench, layer: ConvLayer, default: dict, count: int, seed: int) -> int:
     """The fewest ideal-memory cycles among the default's neighbours and ``count`` seeded
     valid samples of the space."""
     space = list(bench.space(layer))
@@ -188,7 +157,7 @@ def main() -> None:
     rows, totals = [], {"ideal": 0, "one": 0, "best": 0, "ddr": 0, "steps": 0, "network": 0}
     network_steps = 0
     utils = {"one": [], "two": []}
-    for layer in LAYERS:
+    for layer in RESNET18_LAYERS:
         default = bench.space(layer).default()
         started = time.perf_counter()
         function = bench.compile(layer, default)

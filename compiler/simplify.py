@@ -33,6 +33,8 @@ from compiler.ir import Allocate, AttrStmt, For, ForKind, IfThenElse, LoweredFun
 from compiler.visit import substitute, transform
 
 __all__ = [
+    "COMPARES",
+    "FOLDS",
     "ONE",
     "Ranges",
     "const_bounds",
@@ -49,7 +51,8 @@ Bound = tuple[int | None, int | None]
 #: The constant term's key in a linear form.
 ONE = "1"
 
-_FOLD = {
+#: Each foldable operator on Python numbers (before the dtype's wrap-around).
+FOLDS = {
     BinOp.ADD: lambda a, b: a + b,
     BinOp.SUB: lambda a, b: a - b,
     BinOp.MUL: lambda a, b: a * b,
@@ -58,7 +61,8 @@ _FOLD = {
     BinOp.AND: lambda a, b: int(bool(a) and bool(b)),
     BinOp.OR: lambda a, b: int(bool(a) or bool(b)),
 }
-_CMP = {
+#: Each comparison on Python numbers.
+COMPARES = {
     CmpOp.LT: lambda a, b: a < b,
     CmpOp.LE: lambda a, b: a <= b,
     CmpOp.GT: lambda a, b: a > b,
@@ -312,7 +316,7 @@ def _fold(op: BinOp, a: Const, b: Const, dtype: DType) -> Expr:
         return Const(_wrap(x // y if op is BinOp.FLOOR_DIV else x % y, dtype), dtype)
     if op in (BinOp.SHR, BinOp.SHL):
         return Const(_wrap(fold_shift(op, int(x), int(y), dtype.bits), dtype), dtype)
-    return Const(_wrap(_FOLD[op](x, y), dtype), dtype)
+    return Const(_wrap(FOLDS[op](x, y), dtype), dtype)
 
 
 def _difference(a: Expr, b: Expr) -> dict[object, int]:
@@ -352,7 +356,7 @@ def _div_mod(op: BinOp, a: Expr, c: int, ranges: Ranges) -> Expr | None:
 def _rewrite_compare(node: Compare, ranges: Ranges) -> Expr | None:
     a, b = node.a, node.b
     if isinstance(a, Const) and isinstance(b, Const):
-        return Const(int(_CMP[node.op](a.value, b.value)), DType.BOOL)
+        return Const(int(COMPARES[node.op](a.value, b.value)), DType.BOOL)
     if a.dtype is not DType.INT32:
         return None
     lo, hi = _linear_bounds(_difference(a, b), ranges)  # bounds of a - b

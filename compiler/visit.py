@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from compiler.expr import Expr, Node, Var
 
-__all__ = ["free_vars", "substitute", "transform", "walk"]
+__all__ = ["children", "free_vars", "substitute", "transform", "walk"]
 
 
 def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
@@ -36,16 +36,21 @@ def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
     return rebuilt if result is None else result
 
 
-def walk(node: Node) -> Iterator[Node]:
-    """Every node under (and including) ``node``, parents before children."""
-    yield node
+def children(node: Node) -> Iterator[Node]:
+    """The direct sub-nodes of ``node``, in the order of its ``children`` fields."""
     for name in node.children:
         value = getattr(node, name)
         if isinstance(value, tuple):
-            for item in value:
-                yield from walk(item)
+            yield from value
         elif value is not None:
-            yield from walk(value)
+            yield value
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node under (and including) ``node``, parents before children."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
 
 
 def substitute(node: Node, mapping: Mapping[Var, Expr]) -> Node:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from compiler.accel.env import ALU
 from compiler.accel.rows import (
     perfect_nest,
     rewrite_top_down,
@@ -28,17 +29,26 @@ from compiler.accel.rows import (
 from compiler.accel.stmts import ComputeStep, Dma, SramRow
 from compiler.errors import CompileError
 from compiler.expr import Binary, BinOp, Cast, Const, DType, Expr
-from compiler.ir import Allocate, AttrKey, AttrStmt, For, Load, LoweredFunc, Scope, Stmt, Store
+from compiler.ir import (
+    Allocate,
+    AttrKey,
+    AttrStmt,
+    For,
+    Load,
+    LoweredFunc,
+    Scope,
+    Stmt,
+    Store,
+    seq,
+)
 from compiler.simplify import simplify_expr
-from compiler.visit import transform, walk
+from compiler.visit import children, transform, walk
 from isa import AccelConfig, AluOp, MemId, Opcode
 
 __all__ = ["lower_alu", "share_acc_storage"]
 
 
 def _alu_pragma(node: object) -> bool:
-    from compiler.accel.env import ALU
-
     return isinstance(node, AttrStmt) and node.key is AttrKey.PRAGMA and node.value[0] == ALU
 
 
@@ -62,11 +72,9 @@ def _enclosing_loops(body: Stmt) -> dict[object, frozenset]:
             found[stmt.buffer] = loops
         if isinstance(stmt, For):
             loops = loops | {stmt.var}
-        for name in getattr(stmt, "children", ()):
-            value = getattr(stmt, name)
-            for child in value if isinstance(value, tuple) else (value,):
-                if isinstance(child, Stmt):
-                    visit(child, loops)
+        for child in children(stmt):
+            if isinstance(child, Stmt):
+                visit(child, loops)
 
     visit(body, frozenset())
     return found
@@ -127,11 +135,8 @@ def _reads(stmt: Stmt, buffer: object) -> int:
             return  # its SRAM row is written, and its DRAM side is no buffer of ours
         if isinstance(node, Store):
             updating = node.buffer is buffer
-        for name in getattr(node, "children", ()):
-            value = getattr(node, name)
-            for child in value if isinstance(value, tuple) else (value,):
-                if child is not None:
-                    visit(child, updating)
+        for child in children(node):
+            visit(child, updating)
 
     visit(stmt, False)
     return count
@@ -226,8 +231,6 @@ def _leaf_nest(cfg: AccelConfig, stmt: Stmt, name: str | None) -> Stmt | None:
         for loop in reversed(rows):
             nest = For(loop.var, loop.extent, loop.kind, nest)
         nests.append(nest)
-    from compiler.ir import seq
-
     return seq(*nests)
 
 

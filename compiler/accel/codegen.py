@@ -19,7 +19,7 @@ import numpy as np
 
 from compiler.accel.evaluate import Env, compile_expr
 from compiler.accel.rows import SRAM_MEMORY, row_shape
-from compiler.accel.stmts import Dma, SramRow, UopKernel
+from compiler.accel.stmts import Dma, SramRow, UopKernel, buffer_rows
 from compiler.accel.stream import KernelRun, Transfer, emit
 from compiler.accel.tokens import insert_tokens
 from compiler.accel.uops import grid, kernel_coefficients
@@ -38,7 +38,7 @@ from compiler.ir import (
     Stmt,
     Store,
 )
-from compiler.visit import walk
+from compiler.visit import children, walk
 from isa import (
     AccelConfig,
     BuilderError,
@@ -46,12 +46,16 @@ from isa import (
     Kernel,
     Loop,
     MemId,
+    Operand,
     Program,
     ProgramBuilder,
     Uop,
 )
 
 __all__ = ["Generated", "generate"]
+
+#: The micro-op fields in their order in ``(dst, src, wgt)`` tuples.
+_OPERANDS = (Operand.DST, Operand.SRC, Operand.WGT)
 
 
 @dataclass(frozen=True)
@@ -129,13 +133,6 @@ def _layout(cfg: AccelConfig, func: LoweredFunc, builder: ProgramBuilder) -> dic
 
 
 # ------------------------------------------------------------------------- SRAM placement
-def _rows(buffer: Buffer) -> int:
-    rows = 1
-    for extent in buffer.shape[:-2]:
-        rows *= extent
-    return rows
-
-
 def _place(cfg: AccelConfig, func: LoweredFunc) -> dict[Buffer, int]:
     """The first row of every SRAM buffer: a stack per memory, following the nesting."""
     bases: dict[Buffer, int] = {}
@@ -144,7 +141,7 @@ def _place(cfg: AccelConfig, func: LoweredFunc) -> dict[Buffer, int]:
     def visit(stmt: Stmt) -> None:
         if isinstance(stmt, Allocate) and stmt.buffer.scope in SRAM_MEMORY:
             mem = SRAM_MEMORY[stmt.buffer.scope]
-            rows = _rows(stmt.buffer)
+            rows = buffer_rows(stmt.buffer)
             depth = cfg.buffer_depth(mem)
             if top[mem] + rows > depth:
                 size = cfg.elem_bytes(mem)
@@ -161,11 +158,9 @@ def _place(cfg: AccelConfig, func: LoweredFunc) -> dict[Buffer, int]:
             visit(stmt.body)
             top[mem] -= rows
             return
-        for name in stmt.children:
-            value = getattr(stmt, name)
-            for child in value if isinstance(value, tuple) else (value,):
-                if isinstance(child, Stmt):
-                    visit(child)
+        for child in children(stmt):
+            if isinstance(child, Stmt):
+                visit(child)
 
     visit(func.body)
     return bases
@@ -181,7 +176,7 @@ class _Walker:
         self.bases = bases
         self.ops = ops
         self._compiled: dict[int, Callable[[Env], object]] = {}
-        self._coefficients: dict[int, dict[str, list[int]]] = {}
+        self._coefficients: dict[int, dict[Operand, list[int]]] = {}
         self._kernels: dict[tuple, Kernel] = {}
 
     def run(self, stmt: Stmt, env: dict[Var, int]) -> None:
@@ -282,7 +277,7 @@ class _Walker:
         counters = grid(extents)
         columns = [
             base + np.array(coefs[field][: len(extents)], dtype=np.int64) @ counters
-            for base, field in zip(bases, ("dst_idx", "src_idx", "wgt_idx"), strict=True)
+            for base, field in zip(bases, _OPERANDS, strict=True)
         ]
         uops = tuple(
             Uop(dst_idx=int(d), src_idx=int(s), wgt_idx=int(w))
@@ -291,9 +286,9 @@ class _Walker:
         loops = tuple(
             Loop(
                 extent,
-                dst_factor=coefs["dst_idx"][len(extents) + i],
-                src_factor=coefs["src_idx"][len(extents) + i],
-                wgt_factor=coefs["wgt_idx"][len(extents) + i],
+                dst_factor=coefs[Operand.DST][len(extents) + i],
+                src_factor=coefs[Operand.SRC][len(extents) + i],
+                wgt_factor=coefs[Operand.WGT][len(extents) + i],
             )
             for i, (_, extent) in enumerate(kernel.loops)
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from compiler.accel.env import DMA_COPY
 from compiler.accel.rows import (
     SRAM_MEMORY,
     coefficient,
@@ -53,7 +54,6 @@ __all__ = ["inject_dma"]
 def inject_dma(cfg: AccelConfig) -> Callable[[LoweredFunc], LoweredFunc]:
     """The pass for ``cfg``: every ``dma_copy`` nest replaced by :class:`Dma` statements, each
     grown over the loops that enclose it alone where the rows allow (fewer, larger transfers)."""
-    from compiler.accel.env import DMA_COPY  # env imports te, which imports nothing of ours
 
     def run(func: LoweredFunc) -> LoweredFunc:
         def replace(node: object) -> object:

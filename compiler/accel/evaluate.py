@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from compiler.errors import CompileError
-from compiler.expr import Binary, BinOp, Cast, CmpOp, Compare, Const, Expr, Not, Select, Var
-from compiler.simplify import ONE, linear
+from compiler.expr import Binary, BinOp, Cast, Compare, Const, Expr, Not, Select, Var
+from compiler.simplify import COMPARES, FOLDS, ONE, linear
 
 __all__ = ["Env", "compile_expr"]
 
@@ -20,24 +20,11 @@ __all__ = ["Env", "compile_expr"]
 Env = Mapping[Var, int]
 Evaluator = Callable[[Env], int]
 
+#: Integer operators: the simplifier's folds, and floor division and modulo (exact here).
 _BINARY: dict[BinOp, Callable[[int, int], int]] = {
-    BinOp.ADD: lambda a, b: a + b,
-    BinOp.SUB: lambda a, b: a - b,
-    BinOp.MUL: lambda a, b: a * b,
+    **FOLDS,
     BinOp.FLOOR_DIV: lambda a, b: a // b,
     BinOp.FLOOR_MOD: lambda a, b: a % b,
-    BinOp.MIN: min,
-    BinOp.MAX: max,
-    BinOp.AND: lambda a, b: int(bool(a) and bool(b)),
-    BinOp.OR: lambda a, b: int(bool(a) or bool(b)),
-}
-_COMPARE: dict[CmpOp, Callable[[int, int], bool]] = {
-    CmpOp.LT: lambda a, b: a < b,
-    CmpOp.LE: lambda a, b: a <= b,
-    CmpOp.GT: lambda a, b: a > b,
-    CmpOp.GE: lambda a, b: a >= b,
-    CmpOp.EQ: lambda a, b: a == b,
-    CmpOp.NE: lambda a, b: a != b,
 }
 
 
@@ -66,7 +53,7 @@ def _closure(expr: Expr) -> Evaluator:
         fn, a, b = _BINARY[expr.op], compile_expr(expr.a), compile_expr(expr.b)
         return lambda env: fn(a(env), b(env))
     if isinstance(expr, Compare):
-        cmp, a, b = _COMPARE[expr.op], compile_expr(expr.a), compile_expr(expr.b)
+        cmp, a, b = COMPARES[expr.op], compile_expr(expr.a), compile_expr(expr.b)
         return lambda env: int(cmp(a(env), b(env)))
     if isinstance(expr, Not):
         inner = compile_expr(expr.a)

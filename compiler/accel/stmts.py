@@ -17,9 +17,24 @@ from typing import ClassVar
 
 from compiler.expr import Expr, Node, Var
 from compiler.ir import Buffer, Stmt
-from isa import AluOp, MemId, Opcode
+from isa import AluOp, MemId, Opcode, Stage
 
-__all__ = ["ComputeStep", "Dma", "SramRow", "UopKernel"]
+__all__ = ["ComputeStep", "Dma", "SramRow", "UopKernel", "buffer_rows", "transfer_module"]
+
+
+def transfer_module(opcode: Opcode, mem: MemId) -> Stage:
+    """The module that runs a LOAD or STORE of ``mem`` (``isa.stage_of``'s rule)."""
+    if opcode is Opcode.STORE:
+        return Stage.STORE
+    return Stage.LOAD if mem in (MemId.INP, MemId.WGT) else Stage.COMPUTE
+
+
+def buffer_rows(buffer: Buffer) -> int:
+    """SRAM rows of ``buffer``: the product of its dimensions before the last two (one row)."""
+    rows = 1
+    for extent in buffer.shape[:-2]:
+        rows *= extent
+    return rows
 
 
 @dataclass(frozen=True)

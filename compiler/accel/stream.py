@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.accel.stmts import transfer_module
 from isa import (
     AluOp,
     DramBuffer,
@@ -50,9 +51,7 @@ class Transfer:
 
     @property
     def stage(self) -> Stage:
-        if self.opcode is Opcode.STORE:
-            return Stage.STORE
-        return Stage.LOAD if self.mem in (MemId.INP, MemId.WGT) else Stage.COMPUTE
+        return transfer_module(self.opcode, self.mem)
 
     @property
     def rows(self) -> int:

@@ -91,23 +91,18 @@ def kernel_insn(
     )
 
 
-def kernel_coefficients(kernel: UopKernel) -> dict[str, list[int]]:
-    """Each micro-op field's coefficient of the kernel's loops: the unrolled loops, then the
-    hardware loops (their factors)."""
-    step = kernel.step
-    rows = {"dst_idx": step.dst, "src_idx": step.src, "wgt_idx": step.wgt}
-    variables = [var for var, _ in kernel.unrolled + kernel.loops]
-    return {
-        field: [coefficient(step.stage, row.index, v) if row is not None else 0 for v in variables]
-        for field, row in rows.items()
-    }
+def kernel_coefficients(kernel: UopKernel) -> dict[Operand, list[int]]:
+    """Each operand's coefficient of the kernel's loops: the unrolled loops, then the hardware
+    loops (their factors)."""
+    return _coefficients(kernel.step, [var for var, _ in kernel.unrolled + kernel.loops])
 
 
-def _coefficients(step: ComputeStep, loops: Sequence[For]) -> dict[Operand, list[int]]:
+def _coefficients(step: ComputeStep, variables: Sequence[Var]) -> dict[Operand, list[int]]:
+    """Each operand's row-index coefficient of each of ``variables`` (0 for a missing one)."""
     rows = {Operand.DST: step.dst, Operand.SRC: step.src, Operand.WGT: step.wgt}
     return {
         operand: [
-            coefficient(step.stage, row.index, loop.var) if row is not None else 0 for loop in loops
+            coefficient(step.stage, row.index, var) if row is not None else 0 for var in variables
         ]
         for operand, row in rows.items()
     }
@@ -120,7 +115,7 @@ def _fold(cfg: AccelConfig, loops: list[For], step: ComputeStep) -> Stmt:
                 f"the loop {loop.var.name!r} around a compute step is {loop.kind.value}",
                 tensor=step.stage,
             )
-    coefs = _coefficients(step, loops)
+    coefs = _coefficients(step, [loop.var for loop in loops])
     _check_alu_reads(step, loops, coefs)
     limit = max(1, cfg.uop_buff_depth // 2)
     for kept in range(len(loops) + 1):

@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from compiler.accel.rows import perfect_nest
-from compiler.accel.stmts import ComputeStep, Dma, SramRow
+from compiler.accel.stmts import ComputeStep, Dma, SramRow, buffer_rows, transfer_module
 from compiler.errors import CompileError
 from compiler.expr import Const, DType, Var
 from compiler.ir import Allocate, AttrStmt, Buffer, For, ForKind, LoweredFunc, Seq, Stmt, seq
 from compiler.simplify import simplify_expr
 from compiler.visit import free_vars, substitute, transform, walk
-from isa import MemId, Opcode, Stage
+from isa import Opcode, Stage
 
 __all__ = ["inject_virtual_thread"]
 
@@ -47,13 +47,6 @@ def inject_virtual_thread(func: LoweredFunc) -> LoweredFunc:
     return LoweredFunc(func.name, func.params, transform(func.body, inject))
 
 
-def _rows(buffer: Buffer) -> int:
-    rows = 1
-    for extent in buffer.shape[:-2]:
-        rows *= extent
-    return rows
-
-
 def _inject(var: Var, threads: int, body: Stmt) -> Stmt:
     local = {n.buffer for n in walk(body) if isinstance(n, Allocate)}
     _check_shared(var, body, local)
@@ -61,7 +54,7 @@ def _inject(var: Var, threads: int, body: Stmt) -> Stmt:
 
     def replicate(node: object) -> object:
         if isinstance(node, SramRow) and node.buffer in copies:
-            index = simplify_expr(node.index + var * _rows(node.buffer))
+            index = simplify_expr(node.index + var * buffer_rows(node.buffer))
             return SramRow(copies[node.buffer], index)
         if isinstance(node, Allocate) and node.buffer in copies:
             return Allocate(copies[node.buffer], node.body)
@@ -89,9 +82,7 @@ def _module(stmt: Stmt) -> Stage | None:
     """The module that runs ``stmt`` when it is one transfer or a loop nest of compute steps
     only (one future micro-op kernel); None for anything larger."""
     if isinstance(stmt, Dma):
-        if stmt.opcode is Opcode.STORE:
-            return Stage.STORE
-        return Stage.LOAD if stmt.mem in (MemId.INP, MemId.WGT) else Stage.COMPUTE
+        return transfer_module(stmt.opcode, stmt.mem)
     if isinstance(stmt, ComputeStep):
         return Stage.COMPUTE
     if isinstance(stmt, For) and not any(isinstance(n, Seq | Allocate) for n in walk(stmt)):

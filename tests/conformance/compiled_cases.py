@@ -19,7 +19,7 @@ from compiler.accel.ops import CONV2D
 from isa import AccelConfig
 from tests.conformance.common import Built, ConformanceCase, Expectation, built, random_ints
 
-__all__ = ["COMPILED_CASES", "conv2d_reference_any"]
+__all__ = ["COMPILED_CASES", "build_compiled_conv2d", "conv2d_reference_any", "requantized_conv2d"]
 
 SHIFT = 4
 
@@ -36,6 +36,15 @@ def conv2d_reference_any(x: np.ndarray, w: np.ndarray, stride: int, padding: int
             window = padded[:, :, dy : dy + stride * oh : stride, dx : dx + stride * ow : stride]
             out += np.einsum("nchw,oc->nohw", window, w[:, :, dy, dx])
     return out
+
+
+def requantized_conv2d(
+    x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: int, padding: int, shift: int
+) -> np.ndarray:
+    """VTA's epilogue on numpy's conv2d: ``clip((conv >> shift) + bias, 0, 127)``, NCHW, with
+    a per-output-channel ``bias``."""
+    acc = conv2d_reference_any(x.astype(np.int64), w.astype(np.int64), stride, padding)
+    return np.clip((acc >> shift) + bias.astype(np.int64).reshape(1, -1, 1, 1), 0, 127)
 
 
 def build_compiled_conv2d(
@@ -69,8 +78,7 @@ def build_compiled_conv2d(
     s, res = CONV2D(data, weights, bias_t, shift=shift, config=config, **params)
     f = build(s, [data, weights, bias_t, res], target=env.target, name="conv2d")
     program = f.bind(xp, wp, bp, np.zeros(res.shape, env.out_dtype))
-    acc = conv2d_reference_any(x, w, stride, padding)
-    expected = np.clip((acc >> shift) + bias.reshape(1, -1, 1, 1), 0, 127)
+    expected = requantized_conv2d(x, w, bias, stride, padding, shift)
     packed = pack_nchw(expected, env, block=cfg.block_out)
     return built(program, [Expectation("compiled_conv2d", f.layout["res"], packed, cfg.out_width)])
 

@@ -9,16 +9,17 @@ from typing import Any
 from compiler import te
 from compiler.accel.env import Env
 from compiler.errors import CompileError
+from compiler.expr import Expr
 from compiler.ops.knobs import Knob, KnobSpace
 from compiler.schedule import Schedule
 from compiler.te import Tensor
 from isa import MemId
 
 __all__ = [
-    "Epilogue",
     "check_fit",
     "divisors",
     "ordered_space",
+    "requantize",
     "schedule_epilogue",
 ]
 
@@ -30,18 +31,22 @@ def divisors(n: int) -> tuple[int, ...]:
 
 def ordered_space(
     choices: Mapping[str, Sequence[Any]],
-    valid: Callable[[dict[str, Any]], bool],
+    check: Callable[[dict[str, Any]], None],
     cost: Callable[[dict[str, Any]], float],
 ) -> KnobSpace:
-    """The knob space whose first choices (the defaults) are the valid configuration of least
-    ``cost``; a CompileError when no configuration is valid."""
+    """The knob space whose first choices (the defaults) are the configuration of least
+    ``cost`` among those ``check`` accepts (it raises CompileError for the others). When none
+    is accepted the choices keep their order, and declaring the default says why."""
     names = list(choices)
     best = None
     for config in KnobSpace(tuple(Knob(n, tuple(choices[n])) for n in names)):
-        if valid(config):
-            key = cost(config)
-            if best is None or key < best[0]:
-                best = (key, config)
+        try:
+            check(config)
+        except CompileError:
+            continue
+        key = cost(config)
+        if best is None or key < best[0]:
+            best = (key, config)
     if best is None:
         return KnobSpace(tuple(Knob(n, tuple(choices[n])) for n in names))
     default = best[1]
@@ -69,38 +74,30 @@ def check_fit(env: Env, op: str, needs: Iterable[tuple[MemId, str, int]]) -> Non
             )
 
 
-class Epilogue:
-    """The requantisation VTA runs on the ALU: ``clip((acc >> shift) + bias, lo, hi)`` cast to
-    the output type (``bias`` optional, per output channel)."""
-
-    def __init__(self, shift: int, lo: int, hi: int) -> None:
-        self.shift, self.lo, self.hi = shift, lo, hi
-
-    def stages(
-        self, env: Env, acc: Tensor, bias: Tensor | None, bias_index: Callable[..., tuple]
-    ) -> tuple[list[Tensor], Tensor]:
-        """(the ALU stages in order, the output stage)."""
-        shape = acc.shape
-        stages = []
-        value = acc
-        if self.shift:
-            value = te.compute(shape, lambda *i: value(*i) >> self.shift, name="res_shr")
-            stages.append(value)
-        if bias is not None:
-            shifted = value
-            value = te.compute(
-                shape, lambda *i: shifted(*i) + bias(*bias_index(*i)), name="res_bias"
-            )
-            stages.append(value)
-        clipped_low = value
-        value = te.compute(shape, lambda *i: te.max(clipped_low(*i), self.lo), name="res_max")
+def requantize(
+    env: Env,
+    acc: Tensor,
+    bias: Tensor | None,
+    bias_index: Callable[..., tuple],
+    shift: int,
+    lo: int,
+    hi: int,
+) -> tuple[list[Tensor], Tensor]:
+    """The requantisation VTA runs on the ALU, ``clip((acc >> shift) + bias, lo, hi)`` cast to
+    the output type (``bias`` optional, read at ``bias_index(*axes)``): (the ALU stages in
+    order, the output stage)."""
+    steps: list[tuple[str, Callable[[Expr, tuple], Expr]]] = []
+    if shift:
+        steps.append(("res_shr", lambda x, _: x >> shift))
+    if bias is not None:
+        steps.append(("res_bias", lambda x, axes: x + bias(*bias_index(*axes))))
+    steps += [("res_max", lambda x, _: te.max(x, lo)), ("res_min", lambda x, _: te.min(x, hi))]
+    stages, value = [], acc
+    for name, step in steps:
+        value = te.compute(acc.shape, lambda *i, v=value, f=step: f(v(*i), i), name=name)
         stages.append(value)
-        clipped_high = value
-        value = te.compute(shape, lambda *i: te.min(clipped_high(*i), self.hi), name="res_min")
-        stages.append(value)
-        last = value
-        out = te.compute(shape, lambda *i: last(*i).astype(env.out_dtype), name="res")
-        return stages, out
+    out = te.compute(acc.shape, lambda *i: value(*i).astype(env.out_dtype), name="res")
+    return stages, out
 
 
 def schedule_epilogue(

@@ -43,13 +43,6 @@ def tile_space(
     _, channels, height, width = out_shape[:4]
     choices = {"tile_h": divisors(height), "tile_c": divisors(channels), "h_threads": (1, 2)}
 
-    def valid(config: Config) -> bool:
-        try:
-            check_tiles(env, op, out_shape, config, rows_in)
-        except CompileError:
-            return False
-        return True
-
     def cost(config: Config) -> float:
         tiles = (channels // config["tile_c"]) * (height // config["tile_h"])
         rows = config["tile_c"] * config["tile_h"] * width
@@ -57,7 +50,7 @@ def tile_space(
             0.5 if config["h_threads"] > 1 else 1
         )
 
-    return ordered_space(choices, valid, cost)
+    return ordered_space(choices, lambda c: check_tiles(env, op, out_shape, c, rows_in), cost)
 
 
 def check_tiles(

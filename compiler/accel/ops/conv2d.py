@@ -24,10 +24,10 @@ from typing import Any
 from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops._common import (
-    Epilogue,
     check_fit,
     divisors,
     ordered_space,
+    requantize,
     schedule_epilogue,
 )
 from compiler.errors import CompileError
@@ -37,7 +37,43 @@ from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 from isa import MemId
 
-__all__ = ["CONV2D", "ConvGeometry"]
+__all__ = ["CONV2D", "RESNET18_LAYERS", "ConvGeometry", "ConvLayer"]
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """A convolution layer as benchmark tables give it: the input's size (square), channels in
+    and out, kernel, stride and padding, and how often it occurs in ResNet-18."""
+
+    name: str
+    size: int
+    cin: int
+    cout: int
+    kernel: int
+    stride: int
+    padding: int
+    in_resnet18: int
+
+    @property
+    def out_size(self) -> int:
+        return (self.size + 2 * self.padding - self.kernel) // self.stride + 1
+
+
+#: VTA's ResNet-18 table (the TVM paper's C1..C12); C3 is not a layer of ResNet-18 itself.
+RESNET18_LAYERS = (
+    ConvLayer("C1", 224, 3, 64, 7, 2, 3, 1),
+    ConvLayer("C2", 56, 64, 64, 3, 1, 1, 4),
+    ConvLayer("C3", 56, 64, 64, 1, 1, 0, 0),
+    ConvLayer("C4", 56, 64, 128, 3, 2, 1, 1),
+    ConvLayer("C5", 56, 64, 128, 1, 2, 0, 1),
+    ConvLayer("C6", 28, 128, 128, 3, 1, 1, 3),
+    ConvLayer("C7", 28, 128, 256, 3, 2, 1, 1),
+    ConvLayer("C8", 28, 128, 256, 1, 2, 0, 1),
+    ConvLayer("C9", 14, 256, 256, 3, 1, 1, 3),
+    ConvLayer("C10", 14, 256, 512, 3, 2, 1, 1),
+    ConvLayer("C11", 14, 256, 512, 1, 2, 0, 1),
+    ConvLayer("C12", 7, 512, 512, 3, 1, 1, 3),
+)
 
 
 @dataclass(frozen=True)
@@ -98,14 +134,6 @@ def _geometry(env: Env, data: Tensor, kernel: Tensor, stride: int, padding: int)
 
 def _threads(config: Config) -> int:
     return config["h_threads"] * config["oc_threads"]
-
-
-def _valid(env: Env, g: ConvGeometry, config: Config) -> bool:
-    try:
-        _check(env, g, config)
-    except CompileError:
-        return False
-    return True
 
 
 def _check(env: Env, g: ConvGeometry, config: Config) -> None:
@@ -174,7 +202,7 @@ def _space(
         "weights_resident": (True, False),
     }
     return ordered_space(
-        choices, lambda c: _valid(env, g, c), lambda c: (_cycles(env, g, c), -c["tile_w"])
+        choices, lambda c: _check(env, g, c), lambda c: (_cycles(env, g, c), -c["tile_w"])
     )
 
 
@@ -209,8 +237,8 @@ def _declare(
         ),
         name="res_conv",
     )
-    stages, res = Epilogue(shift, lo, hi).stages(
-        env, conv, bias, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c)
+    stages, res = requantize(
+        env, conv, bias, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c), shift, lo, hi
     )
     s = create_schedule(res.op)
     n, co, y, x, b, c = s[res].op.axis

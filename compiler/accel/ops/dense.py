@@ -16,10 +16,10 @@ from typing import Any
 from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops._common import (
-    Epilogue,
     check_fit,
     divisors,
     ordered_space,
+    requantize,
     schedule_epilogue,
 )
 from compiler.errors import CompileError
@@ -82,14 +82,6 @@ def _cycles(env: Env, g: _Shape, config: Config) -> float:
     return tiles * (steps * step + 6 * config["tile_b"] * config["tile_co"] + 120)
 
 
-def _valid(env: Env, g: _Shape, config: Config) -> bool:
-    try:
-        _check(env, g, config)
-    except CompileError:
-        return False
-    return True
-
-
 def _space(
     data: Tensor, weight: Tensor, bias: Tensor | None = None, *, env: Env, **params: Any
 ) -> KnobSpace:
@@ -100,7 +92,7 @@ def _space(
         "tile_ci": divisors(g.ci),
         "oc_threads": (1, 2),
     }
-    return ordered_space(choices, lambda c: _valid(env, g, c), lambda c: _cycles(env, g, c))
+    return ordered_space(choices, lambda c: _check(env, g, c), lambda c: _cycles(env, g, c))
 
 
 def _declare(
@@ -128,7 +120,7 @@ def _declare(
         ),
         name="res_gemm",
     )
-    stages, res = Epilogue(shift, lo, hi).stages(env, gemm, bias, lambda n, co, b, c: (0, co, b, c))
+    stages, res = requantize(env, gemm, bias, lambda n, co, b, c: (0, co, b, c), shift, lo, hi)
     s = create_schedule(res.op)
     n, co, b, c = s[res].op.axis
     n_o, n_i = s[res].split(n, factor=cfg["tile_b"])

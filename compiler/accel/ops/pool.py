@@ -22,7 +22,7 @@ from compiler.accel.env import Env
 from compiler.accel.ops._tiles import check_activation, check_tiles, tile_space, tiled_schedule
 from compiler.errors import CompileError
 from compiler.ops import nn
-from compiler.ops.knobs import Config, KnobSpace, Template
+from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 
@@ -103,8 +103,6 @@ def average_divisor(pixels: int, mul_bits: int) -> tuple[int, int]:
 
 
 def _avg_space(data: Tensor, *, env: Env, **_: Any) -> KnobSpace:
-    from compiler.ops.knobs import Knob
-
     check_activation(env, data, "global_avg_pool")
     return KnobSpace((Knob("unused", (None,)),))
 

@@ -17,6 +17,7 @@ from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw, unpack_nchw
 from compiler.accel.ops import CONV2D
 from isa import AccelConfig
 from tests.compiler.accel.helpers import conv2d_inputs, env_of
+from tests.conformance.compiled_cases import requantized_conv2d
 
 KERNEL, PADDING = 3, 1
 
@@ -39,24 +40,6 @@ def _layer(name: str) -> tuple[Env, tuple, list[dict]]:
     return env, inputs, list(space)
 
 
-def conv_reference(
-    x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: int, shift: int
-) -> np.ndarray:
-    """``clip((conv2d(x, w) >> shift) + bias, 0, 127)`` for NCHW ``x``, OIHW ``w`` and a
-    per-channel ``bias``, with int32 arithmetic as the accelerator does it."""
-    n, _, size, _ = x.shape
-    channels_out = w.shape[0]
-    out = (size + 2 * PADDING - KERNEL) // stride + 1
-    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (PADDING, PADDING), (PADDING, PADDING)))
-    acc = np.zeros((n, channels_out, out, out), np.int64)
-    for dy in range(KERNEL):
-        for dx in range(KERNEL):
-            window = xp[:, :, dy : dy + stride * out : stride, dx : dx + stride * out : stride]
-            acc += np.einsum("nchw,oc->nohw", window, w[:, :, dy, dx].astype(np.int64))
-    shifted = (acc.astype(np.int32) >> shift) + bias.astype(np.int32)[None, :, None, None]
-    return np.clip(shifted, 0, 127).astype(np.int8)
-
-
 def _declare(name: str, config: dict, shift: int):
     """The template's schedule and output for ``config`` (CompileError: invalid here)."""
     env, (data, weights, bias), _ = _layer(name)
@@ -77,7 +60,9 @@ def _run(name: str, schedule, res, seed: int, shift: int) -> tuple[np.ndarray, n
     b = rng.integers(-64, 64, size=(channels_out,), dtype=np.int32)
     out = np.zeros(res.shape, np.int8)
     function(pack_nchw(x, env), pack_oihw(w, env), pack_bias(b, env), out)
-    return unpack_nchw(out, channels_out), conv_reference(x, w, b, stride, shift)
+    return unpack_nchw(out, channels_out), requantized_conv2d(
+        x, w, b, stride, PADDING, shift
+    ).astype(np.int8)
 
 
 # ----------------------------------------------------------------------------- the knobs

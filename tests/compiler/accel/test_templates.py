@@ -11,26 +11,18 @@ import pytest
 from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.layout import pack_nchw, unpack_nchw
-from compiler.accel.ops import ADD, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
+from compiler.accel.ops import (
+    ADD,
+    DENSE,
+    GLOBAL_AVG_POOL,
+    MAX_POOL,
+    RESNET18_LAYERS,
+    average_divisor,
+)
 from isa import AccelConfig
 from runtime import open_device
 from tests.conformance.compiled_cases import build_compiled_conv2d
 
-#: VTA's ResNet-18 table (vta-facts 7.1): input size, channels in and out, kernel, stride, pad.
-RESNET18 = {
-    "C1": (224, 3, 64, 7, 2, 3),
-    "C2": (56, 64, 64, 3, 1, 1),
-    "C3": (56, 64, 64, 1, 1, 0),
-    "C4": (56, 64, 128, 3, 2, 1),
-    "C5": (56, 64, 128, 1, 2, 0),
-    "C6": (28, 128, 128, 3, 1, 1),
-    "C7": (28, 128, 256, 3, 2, 1),
-    "C8": (28, 128, 256, 1, 2, 0),
-    "C9": (14, 256, 256, 3, 1, 1),
-    "C10": (14, 256, 512, 3, 2, 1),
-    "C11": (14, 256, 512, 1, 2, 0),
-    "C12": (7, 512, 512, 3, 1, 1),
-}
 DEFAULT = Env(AccelConfig.preset("default"))
 TINY = Env(AccelConfig.preset("tiny"))
 
@@ -50,9 +42,9 @@ def run_conv(env: Env, size, cin, cout, kernel, stride, padding, shift=8) -> Non
     built.check(dram)
 
 
-@pytest.mark.parametrize("layer", list(RESNET18))
+@pytest.mark.parametrize("layer", RESNET18_LAYERS, ids=lambda layer: layer.name)
 def test_resnet18_layer_default_knobs(layer):
-    run_conv(DEFAULT, *RESNET18[layer])
+    run_conv(DEFAULT, layer.size, layer.cin, layer.cout, layer.kernel, layer.stride, layer.padding)
 
 
 @pytest.mark.parametrize(
