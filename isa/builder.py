@@ -32,7 +32,7 @@ from isa.encoding import UOP_BYTES, encode, encode_uop
 from isa.errors import BuilderError, EncodingError, ProgramError
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
-from isa.program import DramSegment, Program
+from isa.program import DramSegment, Program, check_dram_region
 from isa.steps import Operand, max_index, operand_buffers, window_violation
 from isa.tokens import Token, popped_tokens, pushed_tokens, token_between
 
@@ -131,13 +131,7 @@ class ProgramBuilder:
         ``data`` (bytes or a C-contiguous array, exactly the buffer's size, little-endian as
         DRAM holds it) is its initial content; without it the buffer starts zeroed.
         """
-        self._check_open()
-        memory_type = MemId(memory_type)
-        if isinstance(elems, bool) or not isinstance(elems, int) or elems < 1:
-            raise BuilderError(f"buffer {name}: elems={elems!r} must be a positive integer")
-        if any(b.name == name for b in self._buffers):
-            raise BuilderError(f"buffer name {name!r} is used twice")
-        elem_bytes = self.cfg.elem_bytes(memory_type)
+        memory_type, elem_bytes = self._new_buffer(name, memory_type, elems)
         address = _align_up(self._cursor, elem_bytes)
         buffer = DramBuffer(name, memory_type, address, elems, elem_bytes)
         if data is None:
@@ -154,14 +148,44 @@ class ProgramBuilder:
                     f"buffer {name}: data has {len(raw)} bytes, the buffer {buffer.nbytes} "
                     f"({elems} x {elem_bytes}-byte {memory_type.name} elements)"
                 )
-        try:
-            DramSegment(name, address, b"")  # validates the name
-        except ProgramError as err:
-            raise BuilderError(f"buffer {name!r}: {err}") from None
         self._buffers.append(buffer)
         self._data[name] = raw
         self._cursor = buffer.end
         return buffer
+
+    def extern(self, name: str, memory_type: MemId, elems: int, address: int) -> DramBuffer:
+        """A DRAM buffer that the caller owns at byte ``address`` (aligned to the element size):
+        the program reads or writes it but carries no segment for it (a compiled model's
+        tensors live in one DRAM image that its programs share)."""
+        memory_type, elem_bytes = self._new_buffer(name, memory_type, elems)
+        if isinstance(address, bool) or not isinstance(address, int) or address < 0:
+            raise BuilderError(f"buffer {name}: address {address!r} must be an integer >= 0")
+        if address % elem_bytes:
+            raise BuilderError(
+                f"buffer {name}: address {address:#x} is not aligned to its {elem_bytes}-byte "
+                f"{memory_type.name} elements"
+            )
+        buffer = DramBuffer(name, memory_type, address, elems, elem_bytes)
+        try:
+            check_dram_region(self.cfg, address, buffer.end, f"buffer {name}")
+        except ProgramError as err:
+            raise BuilderError(str(err)) from None
+        self._buffers.append(buffer)
+        return buffer
+
+    def _new_buffer(self, name: str, memory_type: MemId, elems: int) -> tuple[MemId, int]:
+        """Check a new buffer's name and size; its memory type and element bytes."""
+        self._check_open()
+        memory_type = MemId(memory_type)
+        if isinstance(elems, bool) or not isinstance(elems, int) or elems < 1:
+            raise BuilderError(f"buffer {name}: elems={elems!r} must be a positive integer")
+        if any(b.name == name for b in self._buffers):
+            raise BuilderError(f"buffer name {name!r} is used twice")
+        try:
+            DramSegment(name, 0, b"")  # validates the name
+        except ProgramError as err:
+            raise BuilderError(f"buffer {name!r}: {err}") from None
+        return memory_type, self.cfg.elem_bytes(memory_type)
 
     @property
     def dram_size(self) -> int:
@@ -525,7 +549,11 @@ class ProgramBuilder:
             self._insns[index] = self._fits("micro-op load", load)
         if self._table:
             self._cursor = (uop_base + len(self._table)) * UOP_BYTES
-        segments = [DramSegment(b.name, b.address, self._data[b.name]) for b in self._buffers]
+        segments = [
+            DramSegment(b.name, b.address, self._data[b.name])
+            for b in self._buffers
+            if b.name in self._data
+        ]
         return Program(self.cfg, self._insns, self._table, uop_base, segments)
 
     def _check_open(self) -> None:

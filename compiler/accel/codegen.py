@@ -12,7 +12,7 @@ reusing a resident kernel instead of loading it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,11 +68,29 @@ class Generated:
     tokens: tuple
 
 
-def generate(cfg: AccelConfig, func: LoweredFunc) -> Generated:
-    """The program of the lowered accelerator function ``func`` (see the module docstring)."""
+def generate(
+    cfg: AccelConfig,
+    func: LoweredFunc,
+    placement: Sequence[int] | None = None,
+    uop_start: int = 0,
+) -> Generated:
+    """The program of the lowered accelerator function ``func`` (see the module docstring).
+
+    Without ``placement`` the arguments get zeroed DRAM segments of their own, from address 0.
+    With it, argument ``k`` lives at byte ``placement[k]`` of a DRAM image the caller owns (the
+    program carries no segment for it) and the micro-op table starts at byte ``uop_start``.
+    """
     _check_lowered(func)
-    builder = ProgramBuilder(cfg)
-    layout = _layout(cfg, func, builder)
+    if placement is not None and len(placement) != len(func.params):
+        raise CompileError(
+            f"placement gives {len(placement)} addresses for {len(func.params)} arguments",
+            op=func.name,
+        )
+    try:
+        builder = ProgramBuilder(cfg, dram_start=uop_start)
+    except BuilderError as err:
+        raise CompileError(str(err), op="codegen") from None
+    layout = _layout(cfg, func, builder, placement)
     bases = _place(cfg, func)
     ops: list = []
     _Walker(cfg, layout, bases, ops).run(func.body, {})
@@ -107,8 +125,11 @@ def _check_lowered(func: LoweredFunc) -> None:
 
 
 # --------------------------------------------------------------------------- DRAM layout
-def _layout(cfg: AccelConfig, func: LoweredFunc, builder: ProgramBuilder) -> dict:
-    """Each argument as a DRAM buffer of the memory type its transfers use."""
+def _layout(
+    cfg: AccelConfig, func: LoweredFunc, builder: ProgramBuilder, placement: Sequence[int] | None
+) -> dict:
+    """Each argument as a DRAM buffer of the memory type its transfers use (at its
+    ``placement`` address, owned by the caller, where one is given)."""
     memory: dict[Buffer, MemId] = {}
     for node in walk(func.body):
         if isinstance(node, Dma):
@@ -119,7 +140,7 @@ def _layout(cfg: AccelConfig, func: LoweredFunc, builder: ProgramBuilder) -> dic
                     tensor=node.dram.name,
                 )
     layout = {}
-    for param in func.params:
+    for index, param in enumerate(func.params):
         if param not in memory:
             raise CompileError(
                 "is an argument that no dma_copy stage moves (cache_read it into an "
@@ -128,7 +149,14 @@ def _layout(cfg: AccelConfig, func: LoweredFunc, builder: ProgramBuilder) -> dic
             )
         mem = memory[param]
         rows, cols = row_shape(cfg, MemId.ACC if mem in (MemId.ACC_8BIT, MemId.OUT) else mem)
-        layout[param.name] = builder.alloc(param.name, mem, param.size // (rows * cols))
+        elems = param.size // (rows * cols)
+        try:
+            if placement is None:
+                layout[param.name] = builder.alloc(param.name, mem, elems)
+            else:
+                layout[param.name] = builder.extern(param.name, mem, elems, placement[index])
+        except BuilderError as err:
+            raise CompileError(str(err), tensor=param.name) from None
     return layout
 
 

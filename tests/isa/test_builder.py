@@ -69,11 +69,40 @@ def test_buffers_are_aligned_to_their_elements_and_become_segments():
         (lambda b: b.alloc("x", MemId.INP, 0), "must be a positive integer"),
         (lambda b: b.alloc("two words", MemId.INP, 1), "non-empty word"),
         (lambda b: b.alloc("x", MemId.INP, 1, np.zeros((4, 4))[:, 0]), "C-contiguous"),
+        (lambda b: b.extern("x", MemId.WGT, 1, 128), "0x80 is not aligned to its 256-byte WGT"),
+        (lambda b: b.extern("x", MemId.INP, 1, -16), "must be an integer >= 0"),
+        (lambda b: b.extern("x", MemId.INP, 0, 0), "must be a positive integer"),
+        (lambda b: b.extern("x", MemId.INP, 1, 2**32), "buffer x"),
     ],
 )
 def test_bad_buffers(call, message):
     with pytest.raises(BuilderError, match=message):
         call(ProgramBuilder(DEFAULT))
+
+
+def test_extern_buffers_are_the_callers_memory():
+    """A buffer at an address the caller chose: no segment, and the micro-op table goes where
+    dram_start says, not after it."""
+    b = ProgramBuilder(DEFAULT, dram_start=4096)
+    acc = b.extern("a", MemId.ACC, 1, 1024)
+    out = b.extern("o", MemId.OUT, 1, 2048)
+    b.load_2d(acc, sram=0, y_size=1, x_size=1)
+    b.alu(_one(), AluOp.ADD, imm=1)
+    b.dep_push(C, S)
+    b.dep_pop(C, S)
+    b.store_2d(out, sram=0, y_size=1, x_size=1)
+    program = b.finish()
+    assert program.segments == ()
+    assert (acc.address, acc.end, out.address) == (1024, 1088, 2048)
+    assert program.uop_region[0] >= 4096
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
+    dram[1024:1088].view(np.int32)[:] = np.arange(16)
+    FunctionalSimulator(DEFAULT).run(program, dram)  # the caller's bytes in and out
+    assert dram[2048:2064].view(np.int8).tolist() == list(range(1, 17))
+    b2 = ProgramBuilder(DEFAULT)
+    b2.alloc("x", MemId.INP, 1)
+    with pytest.raises(BuilderError, match="used twice"):
+        b2.extern("x", MemId.INP, 1, 64)
 
 
 def test_buffer_names_are_unique():

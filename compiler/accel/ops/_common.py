@@ -82,15 +82,21 @@ def requantize(
     shift: int,
     lo: int,
     hi: int,
+    bias_first: bool = False,
 ) -> tuple[list[Tensor], Tensor]:
     """The requantisation VTA runs on the ALU, ``clip((acc >> shift) + bias, lo, hi)`` cast to
-    the output type (``bias`` optional, read at ``bias_index(*axes)``): (the ALU stages in
-    order, the output stage)."""
+    the output type (``bias`` optional, read at ``bias_index(*axes)``); with ``bias_first``,
+    ``clip((acc + bias) >> shift, lo, hi)``, the bias at the accumulator's scale (where a
+    quantizer folds the rounding constant ``2**(shift-1)`` in, so the shift rounds to nearest
+    at no cost). Returns (the ALU stages in order, the output stage)."""
     steps: list[tuple[str, Callable[[Expr, tuple], Expr]]] = []
+    add_bias = ("res_bias", lambda x, axes: x + bias(*bias_index(*axes)))
+    if bias is not None and bias_first:
+        steps.append(add_bias)
     if shift:
         steps.append(("res_shr", lambda x, _: x >> shift))
-    if bias is not None:
-        steps.append(("res_bias", lambda x, axes: x + bias(*bias_index(*axes))))
+    if bias is not None and not bias_first:
+        steps.append(add_bias)
     steps += [("res_max", lambda x, _: te.max(x, lo)), ("res_min", lambda x, _: te.min(x, hi))]
     stages, value = [], acc
     for name, step in steps:

@@ -3,7 +3,8 @@
 Data ``(N/BATCH, CI/BLOCK_IN, H, W, BATCH, BLOCK_IN)`` int8, kernel ``(CO/BLOCK_OUT,
 CI/BLOCK_IN, KH, KW, BLOCK_OUT, BLOCK_IN)`` int8, bias ``(1, CO/BLOCK_OUT, 1, 1, BATCH,
 BLOCK_OUT)`` int32 (optional); the output ``(N/BATCH, CO/BLOCK_OUT, OH, OW, BATCH, BLOCK_OUT)``
-is ``clip((conv >> shift) + bias, lo, hi)`` as int8. Any kernel size, stride and padding (the
+is ``clip((conv >> shift) + bias, lo, hi)`` as int8 (``clip((conv + bias) >> shift, lo, hi)``
+with ``bias_first``, as quantized models use). Any kernel size, stride and padding (the
 DMA pads); channels are whole blocks (pack with :func:`compiler.accel.layout.pack_nchw`, which
 pads them with zeros).
 
@@ -218,6 +219,7 @@ def _declare(
     shift: int = 0,
     lo: int = 0,
     hi: int = 127,
+    bias_first: bool = False,
 ) -> tuple[Schedule, Tensor]:
     g = _geometry(env, data, kernel, stride, padding)
     _check(env, g, cfg)
@@ -238,7 +240,7 @@ def _declare(
         name="res_conv",
     )
     stages, res = requantize(
-        env, conv, bias, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c), shift, lo, hi
+        env, conv, bias, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c), shift, lo, hi, bias_first
     )
     s = create_schedule(res.op)
     n, co, y, x, b, c = s[res].op.axis

@@ -3,9 +3,10 @@
 Data ``(N/BATCH, CI/BLOCK_IN, BATCH, BLOCK_IN)`` int8, weights ``(CO/BLOCK_OUT, CI/BLOCK_IN,
 BLOCK_OUT, BLOCK_IN)`` int8, bias ``(1, CO/BLOCK_OUT, BATCH, BLOCK_OUT)`` int32 (optional); the
 output ``(N/BATCH, CO/BLOCK_OUT, BATCH, BLOCK_OUT)`` is ``clip((data x weights^T >> shift) +
-bias, lo, hi)`` as int8. The schedule is VTA's ``dense_packed`` (the blocked GEMM tutorial):
-output tiles of ``tile_b`` batch blocks x ``tile_co`` channel blocks, the reduction in steps of
-``tile_ci`` blocks, virtual threads over channel tiles (``oc_threads``).
+bias, lo, hi)`` as int8 (the bias before the shift with ``bias_first``). The schedule is VTA's
+``dense_packed`` (the blocked GEMM tutorial): output tiles of ``tile_b`` batch blocks x
+``tile_co`` channel blocks, the reduction in steps of ``tile_ci`` blocks, virtual threads over
+channel tiles (``oc_threads``).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def _declare(
     shift: int = 0,
     lo: int = -128,
     hi: int = 127,
+    bias_first: bool = False,
 ) -> tuple[Schedule, Tensor]:
     g = _shape(env, data, weight)
     _check(env, g, cfg)
@@ -120,7 +122,9 @@ def _declare(
         ),
         name="res_gemm",
     )
-    stages, res = requantize(env, gemm, bias, lambda n, co, b, c: (0, co, b, c), shift, lo, hi)
+    stages, res = requantize(
+        env, gemm, bias, lambda n, co, b, c: (0, co, b, c), shift, lo, hi, bias_first
+    )
     s = create_schedule(res.op)
     n, co, b, c = s[res].op.axis
     n_o, n_i = s[res].split(n, factor=cfg["tile_b"])

@@ -1,6 +1,7 @@
 """The residual connection on the accelerator: two int8 activations added with requantisation.
 
-``res = clip(((a << a_shift) + (b << b_shift)) >> shift, lo, hi)`` as int8, lane by lane, on
+``res = clip(((a << a_shift) + (b << b_shift)) >> shift, lo, hi)`` as int8 (with ``round``, the
+shift rounds to nearest: ``2**(shift-1)`` is added before it), lane by lane, on
 packed activations ``(N/B, C/BLOCK_OUT, H, W, B, BLOCK_OUT)``. Power-of-two quantisation scales
 make the requantisation shifts, so the whole operator runs on the ALU: both inputs are loaded
 into the accumulator (sign-extending int8 loads), shifted, added, shifted and clipped, per tile.
@@ -49,6 +50,7 @@ def _declare(
     shift: int = 0,
     lo: int = -128,
     hi: int = 127,
+    round: bool = False,
 ) -> tuple[Schedule, Tensor]:
     _check(env, a, b)
     check_tiles(env, "add", a.shape, cfg, _rows_in(a.shape[3]))
@@ -56,8 +58,11 @@ def _declare(
     a_buf = te.compute(a.shape, lambda *i: a(*i).astype(acc), name="a_acc")
     b_buf = te.compute(b.shape, lambda *i: b(*i).astype(acc), name="b_acc")
     b_scaled = te.compute(b.shape, lambda *i: b_buf(*i) << b_shift, name="b_scaled")
+    half = 1 << (shift - 1) if round and shift else 0
     total = te.compute(
-        a.shape, lambda *i: ((a_buf(*i) << a_shift) + b_scaled(*i)) >> shift, name="res_add"
+        a.shape,
+        lambda *i: ((a_buf(*i) << a_shift) + b_scaled(*i) + half) >> shift,
+        name="res_add",
     )
     low = te.compute(a.shape, lambda *i: te.max(total(*i), lo), name="res_max")
     high = te.compute(a.shape, lambda *i: te.min(low(*i), hi), name="res_min")
@@ -66,5 +71,5 @@ def _declare(
     return tiled_schedule(env, res, [a_buf, b_buf], stages, cfg), res
 
 
-#: ``ADD(a, b, env=env, a_shift=..., b_shift=..., shift=..., config=...)``.
+#: ``ADD(a, b, env=env, a_shift=..., b_shift=..., shift=..., round=False, config=...)``.
 ADD = Template("add_packed", _space, _declare)

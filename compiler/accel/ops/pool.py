@@ -8,8 +8,9 @@ says zeros, and the reference must too.
 
 Global average pooling sums every pixel of a channel block (ADD per pixel, channel blocks
 innermost so consecutive steps write different rows) and divides by ``H * W`` as
-``(sum * multiplier) >> shift``: the multiplier (at most the ALU's 8-bit operand) and shift
-that approximate ``1 / (H * W)`` best, e.g. ``84 / 4096`` for 7x7.
+``(sum * multiplier) >> shift`` (rounding to nearest with ``round``): the multiplier (at most
+the ALU's 8-bit operand) and shift that approximate ``1 / (H * W)`` best, e.g. ``84 / 4096`` for
+7x7.
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def _avg_space(data: Tensor, *, env: Env, **_: Any) -> KnobSpace:
     return KnobSpace((Knob("unused", (None,)),))
 
 
-def _avg_declare(data: Tensor, *, cfg: Config, env: Env) -> tuple[Schedule, Tensor]:
+def _avg_declare(
+    data: Tensor, *, cfg: Config, env: Env, round: bool = False
+) -> tuple[Schedule, Tensor]:
     check_activation(env, data, "global_avg_pool")
     n, c, h, w, b, i = data.shape
     rows = n * c * h * w + n * c
@@ -126,7 +129,8 @@ def _avg_declare(data: Tensor, *, cfg: Config, env: Env) -> tuple[Schedule, Tens
         lambda nn_, cc, y, x, bb, ii: te.sum(loaded[nn_, cc, ry, rx, bb, ii], axis=[ry, rx]),
         name="res_sum",
     )
-    average = te.compute(shape, lambda *k: (total(*k) * multiplier) >> shift, name="res_avg")
+    half = 1 << (shift - 1) if round and shift else 0
+    average = te.compute(shape, lambda *k: (total(*k) * multiplier + half) >> shift, name="res_avg")
     res = te.compute(shape, lambda *k: average(*k).astype(env.out_dtype), name="res")
     s = create_schedule(res.op)
     s[res].pragma(s[res].op.axis[0], env.dma_copy)
@@ -140,5 +144,5 @@ def _avg_declare(data: Tensor, *, cfg: Config, env: Env) -> tuple[Schedule, Tens
     return s, res
 
 
-#: ``GLOBAL_AVG_POOL(data, env=env)``: ``(sum * multiplier) >> shift`` per channel.
+#: ``GLOBAL_AVG_POOL(data, env=env, round=False)``: ``(sum * multiplier) >> shift`` per channel.
 GLOBAL_AVG_POOL = Template("global_avg_pool_packed", _avg_space, _avg_declare)
