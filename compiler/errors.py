@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from isa import VtaforgeError
 
-__all__ = ["CompileError", "ScheduleError"]
+__all__ = ["CompileError", "GraphError", "ScheduleError", "UnsupportedOperator"]
 
 
 def _where(**parts: object) -> str:
@@ -22,20 +22,40 @@ class CompileError(VtaforgeError, ValueError):
     """A computation cannot be compiled or called as written.
 
     ``tensor`` names the tensor (or function argument), ``axis`` the axis or dimension, ``op``
-    the operation concerned; each is ``""`` when it does not apply.
+    the operation concerned and ``node`` the graph node; each is ``""`` when it does not apply.
     """
 
-    def __init__(self, message: str, *, tensor: str = "", axis: str = "", op: str = "") -> None:
+    def __init__(
+        self, message: str, *, tensor: str = "", axis: str = "", op: str = "", node: str = ""
+    ) -> None:
         self.tensor = tensor
         self.axis = axis
         self.op = op
+        self.node = node
         self.detail = message
-        where = _where(tensor=tensor, axis=axis, op=op)
+        where = _where(node=node, tensor=tensor, axis=axis, op=op)
         super().__init__(f"{where}: {message}" if where else message)
 
     def within(self, tensor: str) -> CompileError:
         """The same error located in ``tensor`` (kept if it already names one)."""
-        return CompileError(self.detail, tensor=self.tensor or tensor, axis=self.axis, op=self.op)
+        return CompileError(
+            self.detail, tensor=self.tensor or tensor, axis=self.axis, op=self.op, node=self.node
+        )
+
+
+class GraphError(CompileError):
+    """A model or graph is malformed or cannot be compiled: bad structure, a shape that does not
+    fit an operator, a file that is not a model, an input of the wrong shape or dtype."""
+
+
+class UnsupportedOperator(GraphError):
+    """A model uses an operator, or an attribute value, that the frontend does not support:
+    ``op`` is its type, ``node`` its name and ``opset`` the model's opset (0 where unknown)."""
+
+    def __init__(self, message: str, *, op: str, node: str = "", opset: int = 0) -> None:
+        self.opset = opset
+        suffix = f" (opset {opset})" if opset else ""
+        super().__init__(f"{message}{suffix}", op=op, node=node)
 
 
 class ScheduleError(VtaforgeError, ValueError):

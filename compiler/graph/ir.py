@@ -1,0 +1,471 @@
+"""The graph IR: what every frontend produces and every graph pass consumes and returns.
+
+A :class:`Graph` is a topologically ordered tuple of :class:`Node`\\ s over named values. Each
+value has a :class:`TensorType` (a static shape and a dtype); parameters (weights, constants)
+are values with an array in ``Graph.params``. A node carries an :class:`Op`, a frozen attribute
+record (one dataclass per kind of operator, never a dict) and the names of the values it reads
+and writes. Graphs are immutable: passes build new ones with :class:`GraphBuilder`, which infers
+every output's type as a node is added (:mod:`compiler.graph.shapes`), so a shape that does not
+fit an operator fails where it is introduced, naming the node.
+
+Float operators keep ONNX's names and semantics (NCHW activations, OIHW weights). The quantize
+pass introduces the integer operators (``Q*``), whose arithmetic is the accelerator's: int8
+operands, int32 accumulation, requantisation by an arithmetic shift right and a clip. The pack
+pass introduces ``PACK``/``UNPACK`` (NCHW <-> the accelerator's blocked layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import GraphError
+
+__all__ = [
+    "DTYPES",
+    "AxisAttrs",
+    "BatchNormAttrs",
+    "ClipAttrs",
+    "ConvAttrs",
+    "GemmAttrs",
+    "Graph",
+    "GraphBuilder",
+    "LeakyReluAttrs",
+    "NoAttrs",
+    "Node",
+    "Op",
+    "PackAttrs",
+    "PadAttrs",
+    "PoolAttrs",
+    "QAddAttrs",
+    "QAvgPoolAttrs",
+    "QConvAttrs",
+    "QDenseAttrs",
+    "QuantAttrs",
+    "ReshapeAttrs",
+    "TensorType",
+    "TransposeAttrs",
+    "copy_into",
+]
+
+#: The element types a value may have.
+DTYPES = ("float32", "int8", "int32", "int64", "bool")
+
+
+class Op(StrEnum):
+    """Operator kinds. Float ones carry the ONNX operator's name as their value."""
+
+    CONV = "Conv"
+    GEMM = "Gemm"
+    MATMUL = "MatMul"
+    ADD = "Add"
+    SUB = "Sub"
+    MUL = "Mul"
+    RELU = "Relu"
+    CLIP = "Clip"
+    LEAKY_RELU = "LeakyRelu"
+    SIGMOID = "Sigmoid"
+    MAX_POOL = "MaxPool"
+    AVERAGE_POOL = "AveragePool"
+    GLOBAL_AVERAGE_POOL = "GlobalAveragePool"
+    BATCH_NORM = "BatchNormalization"
+    FLATTEN = "Flatten"
+    RESHAPE = "Reshape"
+    TRANSPOSE = "Transpose"
+    CONCAT = "Concat"
+    PAD = "Pad"
+    SOFTMAX = "Softmax"
+    IDENTITY = "Identity"
+    QUANTIZE = "QuantizeLinear"
+    DEQUANTIZE = "DequantizeLinear"
+    # integer operators of the quantized graph (the accelerator's arithmetic)
+    QCONV = "QConv"
+    QDENSE = "QDense"
+    QADD = "QAdd"
+    QMAX_POOL = "QMaxPool"
+    QGLOBAL_AVG_POOL = "QGlobalAvgPool"
+    # layout changes between NCHW and the accelerator's blocked layout
+    PACK = "Pack"
+    UNPACK = "Unpack"
+
+
+# ----------------------------------------------------------------------------- attributes
+@dataclass(frozen=True)
+class NoAttrs:
+    """The attribute record of operators without attributes."""
+
+
+@dataclass(frozen=True)
+class ConvAttrs:
+    """``pads`` are (top, left, bottom, right); ``groups`` equal to the input channels (and
+    the output channels a multiple of them) is a depthwise convolution."""
+
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    groups: int = 1
+
+
+@dataclass(frozen=True)
+class GemmAttrs:
+    """ONNX Gemm: ``alpha * A' @ B' + beta * C`` with ``'`` a transpose where asked."""
+
+    alpha: float = 1.0
+    beta: float = 1.0
+    trans_a: bool = False
+    trans_b: bool = False
+
+
+@dataclass(frozen=True)
+class ClipAttrs:
+    lo: float
+    hi: float
+
+
+@dataclass(frozen=True)
+class LeakyReluAttrs:
+    alpha: float = 0.01
+
+
+@dataclass(frozen=True)
+class PoolAttrs:
+    """``pads`` are (top, left, bottom, right). ``count_include_pad`` applies to averages."""
+
+    kernel: tuple[int, int]
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    ceil_mode: bool = False
+    count_include_pad: bool = False
+
+
+@dataclass(frozen=True)
+class BatchNormAttrs:
+    epsilon: float = 1e-5
+
+
+@dataclass(frozen=True)
+class AxisAttrs:
+    """Flatten, Concat and Softmax: the axis (non-negative, resolved against the rank)."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class ReshapeAttrs:
+    """The target shape, static (``-1`` and ``0`` resolved by the frontend)."""
+
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TransposeAttrs:
+    perm: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PadAttrs:
+    """ONNX order: the begin of every axis, then the end of every axis."""
+
+    pads: tuple[int, ...]
+    value: float = 0.0
+    mode: str = "constant"
+
+
+@dataclass(frozen=True)
+class QuantAttrs:
+    """QuantizeLinear / DequantizeLinear, per tensor: ``q = clip(round(x / scale) +
+    zero_point)`` in ``dtype``'s range; the quantize pass uses power-of-two scales and zero
+    points of 0."""
+
+    scale: float
+    zero_point: int = 0
+    dtype: str = "int8"
+
+
+@dataclass(frozen=True)
+class QConvAttrs:
+    """Integer convolution: ``clip((x * w + bias) >> shift, lo, hi)`` as int8, the products
+    accumulated in int32, the bias at the accumulator's scale (the quantizer folds the rounding
+    constant ``2**(shift-1)`` into it), ``>>`` an arithmetic shift, as the accelerator runs it.
+    The geometry fields are :class:`ConvAttrs`'s (records stay flat: they travel as JSON)."""
+
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    dilations: tuple[int, int]
+    groups: int
+    shift: int
+    lo: int = -128
+    hi: int = 127
+
+    @property
+    def conv(self) -> ConvAttrs:
+        return ConvAttrs(self.strides, self.pads, self.dilations, self.groups)
+
+
+@dataclass(frozen=True)
+class QDenseAttrs:
+    """Integer dense layer ``clip((x @ w.T + bias) >> shift, lo, hi)`` as int8 (the bias as
+    :class:`QConvAttrs`'s)."""
+
+    shift: int
+    lo: int = -128
+    hi: int = 127
+
+
+@dataclass(frozen=True)
+class QAddAttrs:
+    """Integer addition ``clip(((a << a_shift) + (b << b_shift) + 2**(shift-1)) >> shift,
+    lo, hi)``: the shift rounds to nearest."""
+
+    a_shift: int
+    b_shift: int
+    shift: int
+    lo: int = -128
+    hi: int = 127
+
+
+@dataclass(frozen=True)
+class QAvgPoolAttrs:
+    """Integer global average ``(sum * multiplier + 2**(shift-1)) >> shift`` per channel, its
+    low 8 bits as int8."""
+
+    multiplier: int
+    shift: int
+
+
+@dataclass(frozen=True)
+class PackAttrs:
+    """NCHW <-> ``(N/batch, C/block, H, W, batch, block)``; ``channels`` is the unpadded
+    channel count (packing pads the channels with zeros up to a whole block)."""
+
+    batch: int
+    block: int
+    channels: int
+
+
+# ----------------------------------------------------------------------------- values, nodes
+@dataclass(frozen=True)
+class TensorType:
+    """A value's static shape and element type (one of :data:`DTYPES`)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        if self.dtype not in DTYPES:
+            raise GraphError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        if any(d < 0 for d in self.shape):
+            raise GraphError(f"shape {list(self.shape)} has a negative dimension")
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operator application: reads ``inputs`` and writes ``outputs`` (value names)."""
+
+    name: str
+    op: Op
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Any = field(default_factory=NoAttrs)
+
+    def __str__(self) -> str:
+        attrs = "" if isinstance(self.attrs, NoAttrs) else f" {self.attrs}"
+        return f"{', '.join(self.outputs)} = {self.op.value}({', '.join(self.inputs)}){attrs}"
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A model: its inputs, outputs, nodes in topological order, every value's type and the
+    parameters' arrays. Construct with :class:`GraphBuilder`, which checks all of it."""
+
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    nodes: tuple[Node, ...]
+    types: Mapping[str, TensorType]
+    params: Mapping[str, np.ndarray]
+
+    def producer(self, value: str) -> Node | None:
+        """The node that writes ``value`` (None for inputs and parameters)."""
+        return self._producers.get(value)
+
+    def consumers(self, value: str) -> tuple[Node, ...]:
+        """The nodes that read ``value``, in order."""
+        return tuple(n for n in self.nodes if value in n.inputs)
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise GraphError(f"graph {self.name!r} has no node {name!r}")
+
+    @property
+    def _producers(self) -> dict[str, Node]:
+        return {out: node for node in self.nodes for out in node.outputs}
+
+    def __str__(self) -> str:
+        lines = [f"graph {self.name}("]
+        lines += [f"    {name}: {self.types[name]}," for name in self.inputs]
+        lines.append(") {")
+        for name, array in self.params.items():
+            lines.append(f"  param {name}: {self.types[name]}" + _preview(array))
+        for node in self.nodes:
+            types = ", ".join(str(self.types[o]) for o in node.outputs)
+            lines.append(f"  {node}  # {node.name}: {types}")
+        lines.append(f"  return {', '.join(self.outputs)}")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _preview(array: np.ndarray) -> str:
+    return f" = {array.ravel()[0]!r}" if array.size == 1 else ""
+
+
+class GraphBuilder:
+    """Builds a :class:`Graph` node by node, inferring each output's type as it is added.
+
+    ``input`` declares a graph input, ``param`` a parameter (an array, copied and frozen),
+    ``add`` a node (its outputs' names default to the node's name, suffixed ``:k`` after the
+    first); ``build(outputs)`` returns the graph, keeping only what the outputs need.
+    """
+
+    def __init__(self, name: str = "graph") -> None:
+        self.name = name
+        self._inputs: list[str] = []
+        self._nodes: list[Node] = []
+        self._types: dict[str, TensorType] = {}
+        self._params: dict[str, np.ndarray] = {}
+        self._node_names: set[str] = set()
+
+    def type_of(self, value: str) -> TensorType:
+        if value not in self._types:
+            raise GraphError(f"value {value!r} is not defined")
+        return self._types[value]
+
+    def param_of(self, value: str) -> np.ndarray | None:
+        """The array of a parameter, None for any other value."""
+        return self._params.get(value)
+
+    def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
+        self._define(name, TensorType(tuple(shape), dtype))
+        self._inputs.append(name)
+        return name
+
+    def param(self, name: str, array: np.ndarray | Any) -> str:
+        array = np.array(array)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        dtype = str(array.dtype)
+        if dtype not in DTYPES:
+            raise GraphError(f"parameter {name!r} has dtype {dtype}, not one of {DTYPES}")
+        array.flags.writeable = False
+        self._define(name, TensorType(array.shape, dtype))
+        self._params[name] = array
+        return name
+
+    def fresh(self, stem: str) -> str:
+        """A value or node name not used yet, starting with ``stem``."""
+        if stem not in self._types and stem not in self._node_names:
+            return stem
+        k = 1
+        while f"{stem}_{k}" in self._types or f"{stem}_{k}" in self._node_names:
+            k += 1
+        return f"{stem}_{k}"
+
+    def add(
+        self,
+        op: Op,
+        inputs: Sequence[str],
+        attrs: Any = None,
+        *,
+        name: str | None = None,
+        outputs: Sequence[str] | None = None,
+    ) -> tuple[str, ...]:
+        """Add a node and return its outputs' names."""
+        from compiler.graph.shapes import infer_types
+
+        op = Op(op)
+        attrs = NoAttrs() if attrs is None else attrs
+        name = self.fresh(name or op.value.lower())
+        if name in self._node_names:
+            raise GraphError("the node name is used twice", node=name, op=op.value)
+        for value in inputs:
+            if value not in self._types:
+                raise GraphError(f"reads {value!r}, which is not defined", node=name, op=op.value)
+        in_types = [self._types[v] for v in inputs]
+        consts = [self._params.get(v) for v in inputs]
+        out_types = infer_types(op, attrs, in_types, consts, node=name)
+        if outputs is None:
+            outputs = [name] + [f"{name}:{k}" for k in range(1, len(out_types))]
+        if len(outputs) != len(out_types):
+            raise GraphError(
+                f"has {len(outputs)} outputs, the operator {len(out_types)}", node=name, op=op.value
+            )
+        for value, ty in zip(outputs, out_types, strict=True):
+            self._define(value, ty, node=name)
+        node = Node(name, op, tuple(inputs), tuple(outputs), attrs)
+        self._nodes.append(node)
+        self._node_names.add(name)
+        return node.outputs
+
+    def add1(self, op: Op, inputs: Sequence[str], attrs: Any = None, **kw: Any) -> str:
+        """:meth:`add` for the (usual) single-output node: its output's name."""
+        return self.add(op, inputs, attrs, **kw)[0]
+
+    def build(self, outputs: Iterable[str]) -> Graph:
+        outputs = tuple(outputs)
+        for value in outputs:
+            if value not in self._types:
+                raise GraphError(f"output {value!r} is not defined")
+        if not outputs:
+            raise GraphError("a graph needs at least one output")
+        live = set(outputs)
+        kept: list[Node] = []
+        for node in reversed(self._nodes):
+            if live.intersection(node.outputs):
+                kept.append(node)
+                live.update(node.inputs)
+        kept.reverse()
+        params = {k: v for k, v in self._params.items() if k in live}
+        used = set(self._inputs) | set(params) | {o for n in kept for o in n.outputs}
+        types = {k: v for k, v in self._types.items() if k in used}
+        return Graph(
+            self.name,
+            tuple(self._inputs),
+            outputs,
+            tuple(kept),
+            MappingProxyType(types),
+            MappingProxyType(params),
+        )
+
+    def _define(self, value: str, ty: TensorType, node: str = "") -> None:
+        if not isinstance(value, str) or not value:
+            raise GraphError(f"value name {value!r} must be a non-empty string", node=node)
+        if value in self._types:
+            raise GraphError(f"value {value!r} is defined twice", node=node)
+        self._types[value] = ty
+
+
+def copy_into(builder: GraphBuilder, graph: Graph) -> None:
+    """Declare ``graph``'s inputs and parameters in ``builder`` (a pass then re-adds nodes)."""
+    for name in graph.inputs:
+        builder.input(name, graph.types[name].shape, graph.types[name].dtype)
+    for name, array in graph.params.items():
+        builder.param(name, array)
