@@ -1,0 +1,115 @@
+"""Partitioning a quantized graph between the accelerator and the CPU.
+
+A node runs on the accelerator when an accelerator template computes it exactly and fits the
+configuration's buffers (:func:`compiler.model.accel_ops.accel_op` decides and says why not);
+an int8 ``Flatten``/``Reshape`` of an ``(N, C, 1, 1)`` value the accelerator produced is a
+view there (same bytes in the blocked layout). Everything else runs on the CPU. The
+:class:`Partition` records each node's placement with its reason and prints them as a report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from compiler.accel.env import Env
+from compiler.errors import CompileError
+from compiler.graph.ir import Graph, Node, Op
+from compiler.model.accel_ops import AccelOp, accel_op
+from isa import AccelConfig
+
+__all__ = ["ACCEL", "CPU", "RULES", "VIEW", "Partition", "Placement", "partition"]
+
+ACCEL, CPU, VIEW = "accel", "cpu", "view"
+
+#: The rules, as the report prints them.
+RULES = (
+    "QConv (groups 1, dilation 1, equal strides and pads), QDense, QAdd (4-D), QMaxPool "
+    "(square window, no ceil mode; padded only after a ReLU) and QGlobalAvgPool run on the "
+    "accelerator when the configuration's operands are int8 and their tiles fit its buffers",
+    "an int8 Flatten/Reshape of an (N, C, 1, 1) value computed on the accelerator is a view",
+    "everything else (float operators, quantize/dequantize, layout changes) runs on the CPU",
+)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one node runs (:data:`ACCEL`, :data:`CPU` or :data:`VIEW`) and why; ``accel`` is
+    the accelerator operator of a node placed there."""
+
+    node: str
+    op: str
+    device: str
+    reason: str
+    accel: AccelOp | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Every node's :class:`Placement`, in the graph's order."""
+
+    placements: tuple[Placement, ...]
+
+    def placement(self, node: str) -> Placement:
+        for placement in self.placements:
+            if placement.node == node:
+                return placement
+        raise CompileError("is not in the partition", node=node)
+
+    def device(self, node: str) -> str:
+        return self.placement(node).device
+
+    def count(self, device: str) -> int:
+        return sum(p.device == device for p in self.placements)
+
+    def report(self) -> str:
+        """The rules, then one line per node: where it runs and why."""
+        lines = ["Partition rules:", *(f"  - {rule}" for rule in RULES), ""]
+        width = max((len(p.node) for p in self.placements), default=4)
+        for p in self.placements:
+            lines.append(f"  {p.node:<{width}}  {p.op:<16} {p.device:<6} {p.reason}")
+        lines.append(
+            f"{self.count(ACCEL)} nodes on the accelerator, {self.count(VIEW)} views, "
+            f"{self.count(CPU)} on the CPU"
+        )
+        return "\n".join(lines)
+
+
+def partition(graph: Graph, cfg: AccelConfig, *, cpu_only: Iterable[str] = ()) -> Partition:
+    """Place every node of the quantized ``graph`` (``cpu_only`` names nodes kept on the CPU)."""
+    env = Env(cfg)
+    forced = set(cpu_only)
+    placed: dict[str, str] = {}
+    placements = []
+    for node in graph.nodes:
+        placement = _place(env, graph, node, placed, node.name in forced)
+        placed[node.name] = placement.device
+        placements.append(placement)
+    return Partition(tuple(placements))
+
+
+def _place(env: Env, graph: Graph, node: Node, placed: dict[str, str], forced: bool) -> Placement:
+    where = node.name, node.op.value
+    if forced:
+        return Placement(*where, CPU, "kept on the CPU by request")
+    if node.op in (Op.FLATTEN, Op.RESHAPE) and _is_view(graph, node, placed):
+        return Placement(*where, VIEW, "same bytes in the blocked layout")
+    try:
+        op = accel_op(env, graph, node)
+    except CompileError as err:
+        return Placement(*where, CPU, err.detail)
+    return Placement(*where, ACCEL, "accelerator template", op)
+
+
+def _is_view(graph: Graph, node: Node, placed: dict[str, str]) -> bool:
+    source = graph.producer(node.inputs[0])
+    shape = graph.types[node.inputs[0]].shape
+    out = graph.types[node.outputs[0]].shape
+    return (
+        source is not None
+        and placed.get(source.name) in (ACCEL, VIEW)
+        and graph.types[node.inputs[0]].dtype == "int8"
+        and len(shape) == 4
+        and shape[2:] == (1, 1)
+        and out == shape[:2]
+    )

@@ -1,0 +1,158 @@
+"""The graph executor: a :class:`ModelImage` run step by step on one DRAM image.
+
+``load_model(path).run(inputs, device="sim")`` writes the parameters and the inputs into a
+fresh DRAM image, runs every step in order (accelerator programs on the device, CPU kernels on
+the host, both on views of the same image) and returns the outputs with a :class:`ModelReport`:
+per step where it ran, its cycles, GEMM utilisation, DRAM bytes and host time, and the totals.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isa import VtaforgeError
+from runtime.devices import Device, RunStats, open_device
+from runtime.model.image import ModelFormatError, ModelImage, Step
+from runtime.model.report import ModelReport, StepReport
+from runtime.ops import KERNELS
+
+__all__ = ["Model", "ModelInputError", "ModelRun", "load_model"]
+
+
+class ModelInputError(VtaforgeError, ValueError):
+    """The inputs given to a model do not match what it was compiled for."""
+
+
+@dataclass
+class ModelRun:
+    """A model's outputs by name, its report, and (on ``sim``) each accelerator step's full
+    cycle-level statistics, for traces and plots."""
+
+    outputs: dict[str, np.ndarray]
+    report: ModelReport
+    cycle_stats: list[tuple[str, Any]] = field(default_factory=list)
+
+
+class Model:
+    """A loaded compiled model, ready to run (see the module docstring)."""
+
+    def __init__(self, image: ModelImage) -> None:
+        self.image = image
+        self.cfg = image.config
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """Each input's shape and dtype."""
+        return {n: (self.image.tensors[n].shape, self.image.tensors[n].dtype) for n in self._in}
+
+    @property
+    def _in(self) -> tuple[str, ...]:
+        return self.image.inputs
+
+    def run(
+        self,
+        inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | np.ndarray,
+        device: str | Device = "sim",
+        **options: Any,
+    ) -> ModelRun:
+        """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, or a device
+        object) and return the outputs and the report."""
+        feeds = self._feeds(inputs)
+        runner = open_device(device, self.cfg, **options) if isinstance(device, str) else device
+        dram = np.zeros(self.image.dram_bytes, np.uint8)
+        dram[: len(self.image.params)] = np.frombuffer(self.image.params, np.uint8)
+        for name, array in feeds.items():
+            self.image.tensors[name].view(dram)[...] = array
+        reports, cycle_stats = [], []
+        for step in self.image.steps:
+            started = time.perf_counter()
+            if step.program is not None:
+                stats = runner.run(step.program, dram)
+                detail = getattr(runner, "last_stats", None)
+                if detail is not None:
+                    cycle_stats.append((step.node, detail))
+                reports.append(_accel_report(step, stats))
+            else:
+                self._run_cpu(step, dram)
+                reports.append(StepReport(step.node, step.op, "cpu", time.perf_counter() - started))
+        outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
+        report = ModelReport(self.image.name, self.cfg, tuple(reports), runner.kind.value)
+        return ModelRun(outputs, report, cycle_stats)
+
+    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        names = self.image.inputs
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if not isinstance(inputs, Mapping):
+            inputs = list(inputs)
+            if len(inputs) != len(names):
+                raise ModelInputError(
+                    f"the model takes {len(names)} inputs ({', '.join(names)}), got {len(inputs)}"
+                )
+            inputs = dict(zip(names, inputs, strict=True))
+        unknown = sorted(set(inputs) - set(names))
+        if unknown:
+            raise ModelInputError(f"the model has no input {unknown[0]!r} (inputs: {names})")
+        feeds = {}
+        for name in names:
+            slot = self.image.tensors[name]
+            array = inputs.get(name)
+            if array is None:
+                raise ModelInputError(f"input {name!r} is not given")
+            if not isinstance(array, np.ndarray):
+                raise ModelInputError(
+                    f"input {name!r} needs a numpy array, got {type(array).__name__}"
+                )
+            if array.shape != slot.shape or str(array.dtype) != slot.dtype:
+                raise ModelInputError(
+                    f"input {name!r} expects {slot.dtype}{list(slot.shape)}, got "
+                    f"{array.dtype}{list(array.shape)}"
+                )
+            feeds[name] = array
+        return feeds
+
+    def _run_cpu(self, step: Step, dram: np.ndarray) -> None:
+        kernel = KERNELS.get(step.op)
+        if kernel is None:
+            raise ModelFormatError(f"step {step.node}: no CPU kernel for operator {step.op!r}")
+        slots = self.image.tensors
+        result = kernel(*(slots[v].view(dram) for v in step.inputs), **step.attrs)
+        out = slots[step.outputs[0]]
+        if result.shape != out.shape:
+            raise ModelFormatError(
+                f"step {step.node}: {step.op} gave shape {list(result.shape)}, the model "
+                f"expects {list(out.shape)}"
+            )
+        out.view(dram)[...] = result
+
+
+def _accel_report(step: Step, stats: RunStats) -> StepReport:
+    counters = stats.counters
+    gemm = counters.gemm_counter if counters is not None else None
+    moved = None
+    if counters is not None:
+        moved = sum(
+            getattr(counters, f"{n}_nbytes")
+            for n in ("uop_load", "inp_load", "wgt_load", "acc_load", "out_store")
+        )
+    return StepReport(
+        step.node,
+        step.op,
+        "accel",
+        stats.wall_seconds,
+        cycles=stats.cycles,
+        gemm_steps=gemm,
+        dram_bytes=moved,
+        macs=step.macs,
+    )
+
+
+def load_model(path: str | Path) -> Model:
+    """A compiled model from its file (``CompiledModel.save`` or ``vtaforge compile``)."""
+    return Model(ModelImage.load(path))

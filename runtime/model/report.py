@@ -1,0 +1,163 @@
+"""What a model run measured, per step and in total, as data and as a printed table, and the
+run's whole-model Chrome trace and plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isa import AccelConfig
+
+__all__ = ["ModelReport", "StepReport", "write_model_plots", "write_model_trace"]
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One step: where it ran, host seconds, and on the accelerator its cycles, GEMM steps
+    (micro-ops issued to the core), DRAM bytes moved and the node's multiply-accumulates."""
+
+    node: str
+    op: str
+    device: str
+    wall_seconds: float
+    cycles: int | None = None
+    gemm_steps: int | None = None
+    dram_bytes: int | None = None
+    macs: int = 0
+
+    @property
+    def utilisation(self) -> float | None:
+        """GEMM steps per cycle, where both are known."""
+        if self.cycles and self.gemm_steps is not None:
+            return self.gemm_steps / self.cycles
+        return None
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """Every step's :class:`StepReport` of one run on ``device``, with totals."""
+
+    model: str
+    config: AccelConfig
+    steps: tuple[StepReport, ...]
+    device: str
+
+    @property
+    def accel_steps(self) -> tuple[StepReport, ...]:
+        return tuple(s for s in self.steps if s.device == "accel")
+
+    @property
+    def cycles(self) -> int | None:
+        """Accelerator cycles of the whole model (None on a level without time)."""
+        cycles = [s.cycles for s in self.accel_steps]
+        return None if any(c is None for c in cycles) else sum(cycles)  # type: ignore[misc]
+
+    @property
+    def accel_seconds(self) -> float | None:
+        """Accelerator time at the configuration's clock."""
+        cycles = self.cycles
+        return None if cycles is None else cycles / (self.config.clock_mhz * 1e6)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """Host time of the CPU steps."""
+        return sum(s.wall_seconds for s in self.steps if s.device == "cpu")
+
+    @property
+    def macs(self) -> dict[str, int]:
+        """Multiply-accumulates by where they ran."""
+        out = {"accel": 0, "cpu": 0}
+        for s in self.steps:
+            out[s.device] += s.macs
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The totals as a JSON-ready dict."""
+        accel = self.accel_steps
+        gemm = sum(s.gemm_steps or 0 for s in accel)
+        return {
+            "model": self.model,
+            "config": self.config.fingerprint,
+            "device": self.device,
+            "steps": len(self.steps),
+            "accel_steps": len(accel),
+            "cpu_steps": len(self.steps) - len(accel),
+            "cycles": self.cycles,
+            "accel_ms": None if self.accel_seconds is None else 1e3 * self.accel_seconds,
+            "gemm_utilisation": gemm / self.cycles if self.cycles else None,
+            "dram_bytes": sum(s.dram_bytes or 0 for s in accel),
+            "cpu_ms": 1e3 * self.cpu_seconds,
+            "macs_accel": self.macs["accel"],
+            "macs_cpu": self.macs["cpu"],
+        }
+
+    def table(self) -> str:
+        """The per-step table and the totals as aligned text."""
+        head = f"{'step':<28} {'op':<15} {'on':<5} {'cycles':>11} {'util':>6} {'DRAM MB':>8}"
+        lines = [head + f" {'host ms':>8}", "-" * (len(head) + 9)]
+        for s in self.steps:
+            cycles = "" if s.cycles is None else f"{s.cycles:,}"
+            util = "" if s.utilisation is None else f"{100 * s.utilisation:.1f}%"
+            mb = "" if s.dram_bytes is None else f"{s.dram_bytes / 1e6:.2f}"
+            lines.append(
+                f"{s.node[:28]:<28} {s.op[:15]:<15} {s.device:<5} {cycles:>11} {util:>6} "
+                f"{mb:>8} {1e3 * s.wall_seconds:>8.1f}"
+            )
+        t = self.summary()
+        lines.append("-" * (len(head) + 9))
+        share = t["macs_accel"] / max(1, t["macs_accel"] + t["macs_cpu"])
+        lines.append(
+            f"{t['accel_steps']} steps on the accelerator, {t['cpu_steps']} on the CPU; "
+            f"{100 * share:.1f} % of the multiply-accumulates on the accelerator"
+        )
+        if t["cycles"] is not None:
+            lines.append(
+                f"accelerator: {t['cycles']:,} cycles = {t['accel_ms']:.2f} ms at "
+                f"{self.config.clock_mhz:g} MHz, GEMM utilisation "
+                f"{100 * t['gemm_utilisation']:.1f} %, {t['dram_bytes'] / 1e6:.1f} MB of DRAM "
+                "traffic"
+            )
+        lines.append(f"CPU steps: {t['cpu_ms']:.1f} ms of host time")
+        return "\n".join(lines)
+
+
+def write_model_trace(
+    cycle_stats: Sequence[tuple[str, Any]], path: str | Path, name: str = "model"
+) -> None:
+    """One Chrome trace of every accelerator step, back to back in accelerator time; each
+    step's slices are named after its node."""
+    from simulator import chrome_trace
+
+    events: list[dict[str, Any]] = []
+    offset_us = 0.0
+    for node, stats in cycle_stats:
+        trace = chrome_trace(stats, name)
+        for event in trace["traceEvents"]:
+            if event.get("ph") == "M":
+                if not events or offset_us == 0.0:
+                    events.append(event)
+                continue
+            shifted = dict(event, ts=event["ts"] + offset_us)
+            shifted["args"] = dict(event.get("args", {}), node=node)
+            events.append(shifted)
+        offset_us += stats.cycles / stats.config.clock_mhz
+    Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+
+
+def write_model_plots(cycle_stats: Sequence[tuple[str, Any]], directory: str | Path) -> list[Path]:
+    """The timeline of the longest accelerator step and the roofline of every step, as PNGs
+    in ``directory``; returns their paths."""
+    from simulator.plots import roofline_png, timeline_png
+
+    if not cycle_stats:
+        return []
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    node, longest = max(cycle_stats, key=lambda item: item[1].cycles)
+    timeline, roofline = out / "timeline.png", out / "roofline.png"
+    timeline_png(longest, timeline, title=f"{node}: the longest accelerator step")
+    roofline_png(list(cycle_stats), roofline)
+    return [timeline, roofline]

@@ -1,0 +1,55 @@
+"""Small float graphs built directly with GraphBuilder (no frontend), seeded: what the model
+compiler's tests compile."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.graph import AxisAttrs, ConvAttrs, GemmAttrs, Graph, GraphBuilder, Op, PoolAttrs
+
+
+def residual_cnn(
+    seed: int = 0,
+    *,
+    channels: int = 16,
+    size: int = 16,
+    in_channels: int = 3,
+    classes: int = 10,
+    batch: int = 1,
+    pool: bool = True,
+) -> Graph:
+    """conv3x3 + relu, [maxpool 3x3/2 pad 1], conv3x3, add the skip, relu, global average
+    pool, flatten, dense, softmax: every operator the accelerator runs, and two it does not."""
+    rng = np.random.default_rng(seed)
+
+    def weights(*shape: int, scale: float) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    b = GraphBuilder(f"residual_cnn_{seed}")
+    x = b.input("x", (batch, in_channels, size, size))
+    same = ConvAttrs(pads=(1, 1, 1, 1))
+    w1 = b.param("w1", weights(channels, in_channels, 3, 3, scale=0.5 / in_channels**0.5))
+    c1 = b.add1(Op.CONV, [x, w1, b.param("b1", weights(channels, scale=0.1))], same, name="conv1")
+    h = b.add1(Op.RELU, [c1], name="relu1")
+    if pool:
+        h = b.add1(Op.MAX_POOL, [h], PoolAttrs((3, 3), (2, 2), (1, 1, 1, 1)), name="pool")
+    w2 = b.param("w2", weights(channels, channels, 3, 3, scale=0.5 / channels**0.5))
+    c2 = b.add1(Op.CONV, [h, w2, b.param("b2", weights(channels, scale=0.1))], same, name="conv2")
+    r = b.add1(Op.RELU, [b.add1(Op.ADD, [c2, h], name="add")], name="relu2")
+    g = b.add1(Op.GLOBAL_AVERAGE_POOL, [r], name="gap")
+    f = b.add1(Op.FLATTEN, [g], AxisAttrs(1), name="flatten")
+    fw = b.param("fc_w", weights(classes, channels, scale=1.0 / channels**0.5))
+    y = b.add1(
+        Op.GEMM,
+        [f, fw, b.param("fc_b", weights(classes, scale=0.1))],
+        GemmAttrs(trans_b=True),
+        name="fc",
+    )
+    return b.build([b.add1(Op.SOFTMAX, [y], AxisAttrs(1), name="softmax")])
+
+
+def samples(graph: Graph, count: int, seed: int = 1) -> list[np.ndarray]:
+    """``count`` seeded standard-normal inputs for a single-input graph."""
+    rng = np.random.default_rng(seed)
+    shape = graph.types[graph.inputs[0]].shape
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]

@@ -1,0 +1,184 @@
+"""compile_model end to end on graphs built in the test: every accelerator run equals
+``compiler.reference`` of the quantized graph, bit for bit, on every level; the saved file runs
+without the compiler; the memory plan never lets two live tensors share a byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler.errors import GraphError
+from compiler.graph.interpret import run_graph
+from compiler.model import compile_model
+from isa import AccelConfig
+from runtime.model import ModelFormatError, ModelInputError, load_model
+from tests.compiler.model.graphs import residual_cnn, samples
+from tests.conformance.runners import rtl_device
+
+DEFAULT = AccelConfig.resolve("default")
+TINY = AccelConfig.resolve("tiny")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    graph = residual_cnn(0)
+    return compile_model(graph, DEFAULT, calibration=samples(graph, 4))
+
+
+def _output(run, compiled):
+    return run.outputs[compiled.image.outputs[0]]
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_accelerator_runs_equal_the_reference_bit_for_bit(compiled, device):
+    x = samples(compiled.float_graph, 2, seed=9)[1]
+    run = compiled.run(x, device=device)
+    np.testing.assert_array_equal(_output(run, compiled), compiled.reference(x)[0])
+    report = run.report
+    assert [s.node for s in report.accel_steps] == ["conv1", "pool", "conv2", "add", "gap", "fc"]
+    if device == "sim":
+        assert report.cycles == sum(s.cycles for s in report.accel_steps) > 0
+        conv = report.accel_steps[0]
+        assert 0 < conv.utilisation < 1 and conv.dram_bytes > 0
+        assert len(run.cycle_stats) == 6
+    else:
+        assert report.cycles is None
+
+
+def test_the_quantized_model_stays_close_to_the_float_one(compiled):
+    for x in samples(compiled.float_graph, 4, seed=5):
+        expected = run_graph(compiled.float_graph, [x])[0]
+        got = compiled.reference(x)[0]
+        assert np.abs(got - expected).max() < 0.05  # softmax probabilities
+        assert got.argmax() == expected.argmax()
+
+
+def test_every_operator_of_the_quantized_graph_is_where_the_rules_say(compiled):
+    report = compiled.partition.report()
+    assert "6 nodes on the accelerator, 1 views, 3 on the CPU" in report
+    assert {p.node: p.device for p in compiled.partition.placements}["softmax"] == "cpu"
+    steps = [(s.op, s.device) for s in compiled.image.steps]
+    assert steps[:2] == [("QuantizeLinear", "cpu"), ("Pack", "cpu")]
+    assert ("Unpack", "cpu") in steps
+
+
+def test_the_memory_plan_reuses_bytes_but_never_between_live_tensors(compiled):
+    image = compiled.image
+    slots = image.tensors
+    live: dict[str, list[int]] = {}
+    for name in image.inputs:
+        live[name] = [-1, -1]
+    for index, step in enumerate(image.steps):
+        for name in (*step.inputs, *step.outputs):
+            live.setdefault(name, [index, index])[1] = index
+    for name in image.outputs:
+        live[name][1] = len(image.steps)
+    params_end = len(image.params)
+    names = [n for n in live if slots[n].address >= params_end]
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            sa, sb = slots[a], slots[b]
+            if sa.address == sb.address and sa.layout == sb.layout == "packed":
+                continue  # a view shares its source's bytes
+            meets = not (live[a][1] < live[b][0] or live[b][1] < live[a][0])
+            disjoint = sa.address + sa.nbytes <= sb.address or sb.address + sb.nbytes <= sa.address
+            assert disjoint or not meets, (a, b)
+    total = sum(slots[n].nbytes for n in names)
+    arena = max(slots[n].address + slots[n].nbytes for n in names) - params_end
+    assert arena < total  # something was reused
+
+
+def test_a_saved_model_runs_without_the_compiler(compiled, tmp_path):
+    path = tmp_path / "small.vtaf"
+    compiled.save(path)
+    x = samples(compiled.float_graph, 1, seed=3)[0]
+    np.save(tmp_path / "x.npy", x)
+    script = f"""
+import sys, numpy as np
+from runtime.model import load_model
+model = load_model({str(path)!r})
+run = model.run(np.load({str(tmp_path / "x.npy")!r}), device="sim")
+np.save({str(tmp_path / "y.npy")!r}, run.outputs[model.image.outputs[0]])
+assert not [m for m in sys.modules if m.split(".")[0] == "compiler"], "compiler was imported"
+print(run.report.summary()["cycles"])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), compiled.reference(x)[0])
+    assert int(done.stdout) == compiled.run(x).report.cycles
+
+
+def test_bad_inputs_and_files_are_typed_errors(compiled, tmp_path):
+    x = samples(compiled.float_graph, 1)[0]
+    with pytest.raises(ModelInputError, match=r"input 'x' expects float32\[1, 3, 16, 16\]"):
+        compiled.run(x[:, :, :8], device="fsim")
+    with pytest.raises(ModelInputError, match="input 'x' expects float32"):
+        compiled.run(x.astype(np.float64), device="fsim")
+    with pytest.raises(ModelInputError, match="no input 'y'"):
+        compiled.run({"x": x, "y": x}, device="fsim")
+    data = compiled.image.to_bytes()
+    for bad in (data[: len(data) // 2], b"not a model", b""):
+        path = tmp_path / "bad.vtaf"
+        path.write_bytes(bad)
+        with pytest.raises(ModelFormatError, match="bad.vtaf"):
+            load_model(path)
+    with pytest.raises(ModelFormatError, match="missing.vtaf"):
+        load_model(tmp_path / "missing.vtaf")
+    with pytest.raises(GraphError, match="at least one calibration sample"):
+        compile_model(compiled.float_graph, DEFAULT, calibration=[])
+    with pytest.raises(GraphError, match="keep_float names no node 'nope'"):
+        compile_model(compiled.float_graph, DEFAULT, calibration=[x], keep_float=["nope"])
+
+
+def test_nodes_kept_off_the_accelerator_still_match_the_reference():
+    graph = residual_cnn(1, channels=8)
+    model = compile_model(
+        graph, DEFAULT, calibration=samples(graph, 2), keep_float=["conv2"], cpu_only=["pool"]
+    )
+    devices = {p.node: p.device for p in model.partition.placements}
+    assert devices["pool"] == "cpu" and devices["conv2"] == "cpu" and devices["conv1"] == "accel"
+    assert model.graph.node("conv2").op.value == "Conv"  # float
+    x = samples(graph, 1, seed=4)[0]
+    run = model.run(x, device="fsim")
+    np.testing.assert_array_equal(_output(run, model), model.reference(x)[0])
+
+
+def test_a_model_that_cannot_use_the_accelerator_runs_on_the_cpu():
+    graph = residual_cnn(2, channels=4, batch=1)
+    model = compile_model(graph, TINY, calibration=samples(graph, 2), cpu_only=["fc"])
+    x = samples(graph, 1, seed=6)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
+def test_a_small_model_on_the_rtl_equals_the_reference():
+    graph = residual_cnn(3, channels=8, size=8, pool=False)
+    model = compile_model(graph, TINY, calibration=samples(graph, 2))
+    assert model.partition.count("accel") >= 4
+    x = samples(graph, 1, seed=8)[0]
+    run = model.run(x, device=rtl_device(TINY, max_cycles=2_000_000))
+    np.testing.assert_array_equal(_output(run, model), model.reference(x)[0])
+    sim = model.run(x, device="sim")
+    assert run.report.cycles > 0 and sim.report.cycles > 0
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    channels=st.sampled_from([4, 16, 24, 32]),
+    size=st.integers(3, 12),
+    in_channels=st.sampled_from([1, 3, 16]),
+    pool=st.booleans(),
+)
+def test_random_models_are_bit_exact_on_the_functional_simulator(
+    seed, channels, size, in_channels, pool
+):
+    graph = residual_cnn(seed, channels=channels, size=size, in_channels=in_channels, pool=pool)
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2, seed=seed))
+    x = samples(graph, 1, seed=seed + 1)[0]
+    run = model.run(x, device="fsim")
+    np.testing.assert_array_equal(_output(run, model), model.reference(x)[0])
