@@ -28,7 +28,7 @@ from isa import (
 )
 from simulator import CycleSimulator, FunctionalSimulator, write_chrome_trace
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "PLUGIN_GROUP", "Command", "build_parser", "commands", "main"]
 
 
 @dataclass(frozen=True)
@@ -249,6 +249,71 @@ def _run_sim(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- run
+def _configure_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, metavar="MODEL.vtaf")
+    parser.add_argument(
+        "--device", default="sim", choices=("fsim", "sim", "rtl"), help="where (default: sim)"
+    )
+    parser.add_argument(
+        "--input",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="X.npy",
+        help="an input array (.npy), once per model input in order, or one .npz by name",
+    )
+    parser.add_argument("-o", "--output", type=Path, metavar="OUT.npz", help="save the outputs")
+    parser.add_argument("--report", action="store_true", help="print the per-step table")
+    parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
+    parser.epilog = "Runs a compiled model (vtaforge compile) and prints its outputs' summary."
+
+
+def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
+    try:
+        if len(paths) == 1 and paths[0].suffix == ".npz":
+            with np.load(paths[0], allow_pickle=False) as archive:
+                return {name: archive[name] for name in archive.files}
+        return [np.load(path, allow_pickle=False) for path in paths]
+    except (OSError, ValueError, EOFError) as err:
+        raise _CliError(f"cannot read the inputs: {err}") from None
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    from runtime.model import load_model, write_model_plots, write_model_trace
+
+    model = load_model(args.model)
+    inputs = _load_inputs(args.input)
+    result = model.run(inputs, device=args.device)
+    report = result.report
+    if args.report:
+        print(report.table())
+    else:
+        summary = report.summary()
+        cycles = "" if summary["cycles"] is None else f", {summary['cycles']:,} cycles"
+        print(
+            f"{args.model}: {summary['accel_steps']} accelerator and {summary['cpu_steps']} CPU "
+            f"steps on {args.device}{cycles}"
+        )
+    for name, array in result.outputs.items():
+        top = int(np.argmax(array.reshape(array.shape[0], -1)[0])) if array.size else None
+        print(f"output {name}: {array.dtype}{list(array.shape)}, argmax of the first row {top}")
+    if args.output:
+        np.savez(args.output, **result.outputs)
+        print(f"wrote {args.output}")
+    if args.trace or args.plots:
+        if not result.cycle_stats:
+            raise _CliError("--trace and --plots need a timed device (sim)")
+        if args.trace:
+            write_model_trace(result.cycle_stats, args.trace, name=args.model.name)
+            print(f"wrote {args.trace}")
+        if args.plots:
+            for path in write_model_plots(result.cycle_stats, args.plots):
+                print(f"wrote {path}")
+    return 0
+
+
 # ---------------------------------------------------------------------- hw
 def _configure_hw(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
@@ -294,7 +359,28 @@ COMMANDS: tuple[Command, ...] = (
     Command("demo", "run the demo (what `make demo` runs)", _configure_demo, _run_demo),
     Command("hw", "export or estimate the accelerator hardware", _configure_hw, _run_hw),
     Command("sim", "time a program on the cycle-level simulator", _configure_sim, _run_sim),
+    Command("run", "run a compiled model (.vtaf) on a device", _configure_run, _run_run),
 )
+
+#: Where packages above ``runtime`` add subcommands (``compiler`` adds ``compile``): each entry
+#: point names a :class:`Command`. ``runtime`` never imports ``compiler``; the entry point is
+#: loaded only when the command line is built, and a board without the compiler has no entry.
+PLUGIN_GROUP = "vtaforge.commands"
+
+
+def commands() -> tuple[Command, ...]:
+    """The built-in commands and those registered under :data:`PLUGIN_GROUP`."""
+    from importlib.metadata import entry_points
+
+    found = list(COMMANDS)
+    for entry in entry_points(group=PLUGIN_GROUP):
+        try:
+            command = entry.load()
+        except ImportError:  # its package's dependencies are not installed here
+            continue
+        if isinstance(command, Command):
+            found.append(command)
+    return tuple(found)
 
 
 class _CliError(VtaforgeError):
@@ -307,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Hardware/software co-design toolkit for VTA-style accelerators.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
+    for command in commands():
         command.configure(sub.add_parser(command.name, help=command.help))
     return parser
 
@@ -315,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
-    handler = {c.name: c.run for c in COMMANDS}[args.command]
+    handler = {c.name: c.run for c in commands()}[args.command]
     try:
         status = handler(args)
         sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit

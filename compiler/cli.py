@@ -1,0 +1,107 @@
+"""``vtaforge compile``: the compiler's subcommand, registered with the command line through the
+``vtaforge.commands`` entry point (``runtime`` never imports ``compiler``; see
+``runtime.cli.PLUGIN_GROUP``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from compiler.errors import GraphError
+from compiler.graph.ir import Graph
+from runtime.cli import Command
+
+__all__ = ["COMPILE"]
+
+_RANDOM_SAMPLES = 4
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, metavar="MODEL.onnx")
+    parser.add_argument(
+        "--config", default="default", metavar="PRESET|FILE", help="the accelerator's"
+    )
+    parser.add_argument(
+        "--calibrate",
+        type=Path,
+        metavar="DATA.npz",
+        help="calibration samples: per model input (by name) an array whose first axis indexes "
+        "the samples (a .npy for a single-input model); default: seeded random normal samples",
+    )
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
+    parser.add_argument("--report", action="store_true", help="print the partition report")
+    parser.epilog = (
+        "Compiles an ONNX model for the accelerator (quantized to int8 with power-of-two scales) "
+        "into one file that `vtaforge run` executes."
+    )
+
+
+def _samples(graph: Graph, path: Path | None) -> list[dict[str, np.ndarray]]:
+    if path is None:
+        rng = np.random.default_rng(0)
+        return [
+            {n: rng.standard_normal(graph.types[n].shape).astype(np.float32) for n in graph.inputs}
+            for _ in range(_RANDOM_SAMPLES)
+        ]
+    try:
+        if path.suffix == ".npy":
+            arrays = {graph.inputs[0]: np.load(path, allow_pickle=False)}
+        else:
+            with np.load(path, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError) as err:
+        raise GraphError(f"cannot read calibration data {path}: {err}") from None
+    missing = [n for n in graph.inputs if n not in arrays]
+    if missing:
+        raise GraphError(f"calibration data {path} has no array for input {missing[0]!r}")
+    count = min(len(arrays[n]) for n in graph.inputs)
+    for name in graph.inputs:
+        if arrays[name].shape[1:] != graph.types[name].shape:
+            raise GraphError(
+                f"calibration array {name!r} has samples of shape {list(arrays[name].shape[1:])}"
+                f", the input {list(graph.types[name].shape)}"
+            )
+    return [{n: arrays[n][k].astype(np.float32) for n in graph.inputs} for k in range(count)]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from compiler.frontend import from_onnx
+    from compiler.model import STAGES, compile_model
+
+    graph = from_onnx(args.model)
+    samples = _samples(graph, args.calibrate)
+    bar = _progress(len(STAGES))
+    try:
+        compiled = compile_model(
+            graph,
+            args.config,
+            calibration=samples,
+            name=args.model.stem,
+            progress=lambda stage: (bar.set_description(stage), bar.update(1)),
+        )
+    finally:
+        bar.close()
+    compiled.save(args.output)
+    if args.report:
+        print(compiled.partition.report())
+    parts = compiled.partition
+    total = sum(compiled.stage_seconds.values())
+    print(
+        f"{args.output}: {len(compiled.image.steps)} steps ({parts.count('accel')} on the "
+        f"accelerator) for {compiled.cfg.fingerprint}, {compiled.image.dram_bytes / 1e6:.1f} MB "
+        f"of DRAM; compiled in {total:.1f} s from {len(samples)} calibration samples"
+    )
+    return 0
+
+
+def _progress(total: int):
+    from tqdm import tqdm
+
+    return tqdm(total=total, file=sys.stderr, unit="stage", leave=False)
+
+
+#: ``vtaforge compile MODEL.onnx --config PRESET [--calibrate DATA.npz] -o MODEL.vtaf``.
+COMPILE = Command("compile", "compile an ONNX model for the accelerator", _configure, _run)
