@@ -287,6 +287,25 @@ def _flatten(n: _Node) -> None:
     n.emit(Op.FLATTEN, n.inputs, AxisAttrs(axis))
 
 
+def _reduce_mean(n: _Node) -> None:
+    """ReduceMean over the spatial axes of an NCHW value (how ``torch.onnx.export`` writes
+    adaptive average pooling to 1x1) is a global average pool, flattened without keepdims."""
+    rank = n.rank()
+    if n.has(1):
+        axes = [int(a) for a in n.const(1, "the axes").reshape(-1)]
+    else:
+        axes = list(n.attrs.get("axes", range(rank)))
+    if rank != 4 or sorted(n.axis(a, rank) for a in axes) != [2, 3]:
+        raise n.unsupported(f"supports the mean over H and W of NCHW only, not axes {axes}")
+    if n.attrs.get("keepdims", 1):
+        n.emit(Op.GLOBAL_AVERAGE_POOL, n.inputs[:1])
+        return
+    pooled = n.builder.add1(
+        Op.GLOBAL_AVERAGE_POOL, n.inputs[:1], name=n.builder.fresh(f"{n.name}_pool")
+    )
+    n.emit(Op.FLATTEN, [pooled], AxisAttrs(1))
+
+
 def _reshape(n: _Node) -> None:
     target = [int(d) for d in n.const(1, "the shape").reshape(-1)]
     source = n.shape()
@@ -417,6 +436,7 @@ _CONVERTERS: dict[str, tuple[_Converter, frozenset[str]]] = {
         ("MaxPool", _pool(Op.MAX_POOL), [*_WINDOW, "ceil_mode", "storage_order"]),
         ("AveragePool", _pool(Op.AVERAGE_POOL), [*_WINDOW, "ceil_mode", "count_include_pad"]),
         ("GlobalAveragePool", _plain(Op.GLOBAL_AVERAGE_POOL), []),
+        ("ReduceMean", _reduce_mean, ["axes", "keepdims", "noop_with_empty_axes"]),
         ("BatchNormalization", _batch_norm, ["epsilon", "momentum", "spatial", "training_mode"]),
         ("Flatten", _flatten, ["axis"]),
         ("Reshape", _reshape, ["allowzero"]),

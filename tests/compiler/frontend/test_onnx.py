@@ -489,6 +489,25 @@ def test_input_shapes_fix_a_dynamic_dimension():
 
 
 # ----------------------------------------------------------------------------- errors
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("opset", [13, 18])
+def test_reduce_mean_over_h_and_w_is_a_global_average_pool(keepdims, opset):
+    """How torch.onnx.export (dynamo) writes adaptive average pooling to 1x1."""
+    feeds = {"x": _rand(2, 3, 5, 7)}
+    axes = np.array([-2, -1], np.int64)
+    if opset >= 18:
+        model = _op("ReduceMean", feeds, {"axes": axes}, opset=opset, keepdims=keepdims)
+    else:
+        model = _op("ReduceMean", feeds, opset=opset, axes=[-2, -1], keepdims=keepdims)
+    graph = _check(model, feeds, SUMS)
+    assert graph.nodes[0].op is Op.GLOBAL_AVERAGE_POOL
+
+
+def test_reduce_mean_over_other_axes_is_unsupported():
+    model = _op("ReduceMean", {"x": _rand(2, 3, 5, 7)}, opset=13, axes=[1])
+    _unsupported(model, "ReduceMean", "mean over H and W", "opset 13")
+
+
 def _unsupported(model: onnx.ModelProto, *words: str) -> UnsupportedOperator:
     with pytest.raises(UnsupportedOperator) as info:
         from_onnx(model)
