@@ -34,7 +34,7 @@ setup: system-deps $(STAMP)
 
 demo: setup
 	$(VENV)/bin/vtaforge demo
-	$(PY) -m compiler.accel.demo
+	$(PY) -m compiler.model.demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

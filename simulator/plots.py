@@ -83,9 +83,15 @@ def timeline_png(stats: CycleStats, path: str | Path, *, title: str = "") -> Non
     plt.close(fig)
 
 
+#: Runs a roofline labels in full.
+_LABELLED = 6
+
+
 def roofline_png(runs: Sequence[tuple[str, CycleStats]], path: str | Path) -> None:
     """Write a roofline of the labelled ``runs`` to ``path`` (PNG), with the compute and
-    bandwidth ceilings of each configuration among them."""
+    bandwidth ceilings of each configuration among them. Up to :data:`_LABELLED` runs are
+    labelled in full; more (a whole model's layers) are numbered in order, the numbers listed
+    beside the plot."""
     if not runs:
         raise ReportError("a roofline needs at least one run")
     plt = _pyplot()
@@ -104,8 +110,18 @@ def roofline_png(runs: Sequence[tuple[str, CycleStats]], path: str | Path) -> No
             "-",
             label=f"{cfg.fingerprint}: {cfg.peak_gops:g} GOPS, {stats.port_gbps:g} GB/s",
         )
+    numbered = len(runs) > _LABELLED
     for n, (label, stats) in enumerate(runs):
         ax.plot([stats.arithmetic_intensity], [stats.gops], "o")
+        if numbered:
+            ax.annotate(
+                str(n + 1),
+                (stats.arithmetic_intensity, stats.gops),
+                textcoords="offset points",
+                xytext=(3, 3),
+                fontsize="x-small",
+            )
+            continue
         ax.annotate(  # labels stacked downwards, so runs at one intensity stay readable
             f"{label}: {stats.gops:.3g} GOPS",
             (stats.arithmetic_intensity, stats.gops),
@@ -114,6 +130,11 @@ def roofline_png(runs: Sequence[tuple[str, CycleStats]], path: str | Path) -> No
             ha="right",
             fontsize="small",
         )
+    if numbered:
+        key = "\n".join(f"{n + 1} {label}: {s.gops:.3g}" for n, (label, s) in enumerate(runs))
+        fig.set_size_inches(10, 6)
+        fig.subplots_adjust(right=0.72)
+        fig.text(0.74, 0.95, "GOPS by layer\n" + key, va="top", fontsize="x-small")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (GEMM ops per DRAM byte)")
@@ -121,6 +142,7 @@ def roofline_png(runs: Sequence[tuple[str, CycleStats]], path: str | Path) -> No
     ax.set_title("roofline")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")
-    fig.tight_layout()
+    if not numbered:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

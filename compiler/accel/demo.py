@@ -1,4 +1,5 @@
-"""The second half of ``make demo``: ResNet-18's C2 layer compiled for the accelerator.
+"""One layer compiled for the accelerator: ResNet-18's C2 (``make demo`` runs the whole network,
+:mod:`compiler.model.demo`).
 
 The layer (56x56, 64 -> 64 channels, 3x3, pad 1, VTA's ``>> 8``, ``+ bias``, clip epilogue) is
 declared and scheduled by the conv2d template (:data:`compiler.accel.ops.CONV2D`) with its
@@ -128,7 +129,7 @@ def conv_demo(cfg: AccelConfig, out_dir: Path, small: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="the compiled conv2d half of `make demo`")
+    parser = argparse.ArgumentParser(description="ResNet-18's C2 layer compiled and simulated")
     parser.add_argument("--config", default="default", help="a preset or a configuration file")
     parser.add_argument("--out", type=Path, default=Path("out"), help="trace and plots (out/)")
     parser.add_argument("--small", action="store_true", help="an 8x8 layer instead of C2")

@@ -80,7 +80,8 @@ class Model:
                 reports.append(_accel_report(step, stats))
             else:
                 self._run_cpu(step, dram)
-                reports.append(StepReport(step.node, step.op, "cpu", time.perf_counter() - started))
+                seconds = time.perf_counter() - started
+                reports.append(StepReport(step.node, step.op, "cpu", seconds, macs=step.macs))
         outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
         report = ModelReport(self.image.name, self.cfg, tuple(reports), runner.kind.value)
         return ModelRun(outputs, report, cycle_stats)

@@ -148,8 +148,8 @@ def write_model_trace(
 
 
 def write_model_plots(cycle_stats: Sequence[tuple[str, Any]], directory: str | Path) -> list[Path]:
-    """The timeline of the longest accelerator step and the roofline of every step, as PNGs
-    in ``directory``; returns their paths."""
+    """The timeline of the longest accelerator step and the roofline of every step that uses
+    the GEMM core, as PNGs in ``directory``; returns their paths."""
     from simulator.plots import roofline_png, timeline_png
 
     if not cycle_stats:
@@ -159,5 +159,5 @@ def write_model_plots(cycle_stats: Sequence[tuple[str, Any]], directory: str | P
     node, longest = max(cycle_stats, key=lambda item: item[1].cycles)
     timeline, roofline = out / "timeline.png", out / "roofline.png"
     timeline_png(longest, timeline, title=f"{node}: the longest accelerator step")
-    roofline_png(list(cycle_stats), roofline)
+    roofline_png([(n, s) for n, s in cycle_stats if s.ops > 0] or list(cycle_stats), roofline)
     return [timeline, roofline]

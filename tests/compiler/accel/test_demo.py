@@ -1,4 +1,4 @@
-"""The compiled half of ``make demo`` (``python -m compiler.accel.demo``)."""
+"""The compiled C2 layer demo (``python -m compiler.accel.demo``)."""
 
 from __future__ import annotations
 
