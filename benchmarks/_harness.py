@@ -20,7 +20,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/NAME.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["ROOT", "best_of", "report"]
+__all__ = ["ROOT", "best_of", "cpu_name", "report"]
+
+
+def cpu_name() -> str:
+    """The host CPU's model name (figures that depend on the host are named after it)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 5, min_time: float = 0.2) -> float:

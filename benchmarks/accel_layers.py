@@ -20,13 +20,12 @@ Run: ``python benchmarks/accel_layers.py [--sweep N]``.
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import time
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
-from _harness import report
+from _harness import cpu_name, report
 
 from compiler import build, te
 from compiler.accel import Env
@@ -134,17 +133,6 @@ def sweep(bench: Bench, layer: ConvLayer, default: dict, count: int, seed: int) 
 
 def one_thread(config: dict) -> dict:
     return config | {"h_threads": 1, "oc_threads": 1}
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -1,0 +1,88 @@
+"""``vtaforge compile`` (from the compiler, through the entry point) and ``vtaforge run``: an
+ONNX model exported from PyTorch, compiled with calibration data, run with a report, a trace
+and plots; errors as one line."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from compiler.frontend import from_onnx
+from compiler.model import compile_model
+from compiler.zoo.digits import load_digits_split, train_digits_cnn
+from runtime.cli import main
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """The digits CNN as an ONNX file, calibration data and one test image."""
+    folder = tmp_path_factory.mktemp("digits")
+    module, x_test, _ = train_digits_cnn(seed=0)
+    onnx_path = folder / "digits.onnx"
+    example = torch.from_numpy(x_test[:1])
+    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(module, (example,), onnx_path, input_names=["x"], dynamo=False)
+    calibration = load_digits_split(seed=0).x_train[:16, None]  # (samples, 1, 1, 8, 8)
+    np.savez(folder / "calib.npz", x=calibration)
+    np.save(folder / "x.npy", x_test[:1])
+    return folder
+
+
+def test_compile_and_run_an_onnx_model(digits, capsys):
+    vtaf = digits / "digits.vtaf"
+    argv = ["compile", str(digits / "digits.onnx"), "--calibrate", str(digits / "calib.npz")]
+    assert main([*argv, "-o", str(vtaf), "--report"]) == 0
+    out = capsys.readouterr().out
+    assert "Partition rules:" in out and "3 on the accelerator" in out
+    assert "16 calibration samples" in out
+    trace, plots, outputs = digits / "trace.json", digits / "plots", digits / "out.npz"
+    status = main(
+        [
+            "run",
+            str(vtaf),
+            "--input",
+            str(digits / "x.npy"),
+            "--report",
+            "--trace",
+            str(trace),
+            "--plots",
+            str(plots),
+            "-o",
+            str(outputs),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "accelerator:" in out and "cycles" in out
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert (plots / "timeline.png").stat().st_size and (plots / "roofline.png").stat().st_size
+    # the CLI's model is the one compile_model builds from the same file and samples
+    graph = from_onnx(digits / "digits.onnx")
+    samples = [{"x": s} for s in np.load(digits / "calib.npz")["x"]]
+    reference = compile_model(graph, "default", calibration=samples).reference(
+        np.load(digits / "x.npy")
+    )
+    with np.load(outputs) as saved:
+        np.testing.assert_array_equal(saved[saved.files[0]], reference[0])
+
+
+def test_command_line_errors_are_one_line(digits, capsys, tmp_path):
+    truncated = tmp_path / "bad.onnx"
+    truncated.write_bytes((digits / "digits.onnx").read_bytes()[:100])
+    assert main(["compile", str(truncated), "-o", str(tmp_path / "m.vtaf")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vtaforge compile: error:") and len(err.strip().splitlines()) == 1
+    vtaf = tmp_path / "m.vtaf"
+    assert main(["compile", str(digits / "digits.onnx"), "-o", str(vtaf)]) == 0
+    capsys.readouterr()
+    np.save(tmp_path / "wrong.npy", np.zeros((1, 1, 4, 4), np.float32))
+    assert main(["run", str(vtaf), "--input", str(tmp_path / "wrong.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "input 'x' expects float32[1, 1, 8, 8]" in err and len(err.strip().splitlines()) == 1
+    assert main(["run", str(tmp_path / "bad.onnx"), "--input", str(tmp_path / "wrong.npy")]) == 1
+    assert "not a compiled vtaforge model" in capsys.readouterr().err
