@@ -23,10 +23,10 @@ from compiler.errors import GraphError, UnsupportedOperator
 from compiler.frontend import from_onnx, from_torch
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import ClipAttrs, ConvAttrs, GemmAttrs, Graph, Op, PadAttrs
-from compiler.zoo.seeded import seeded
 from compiler.zoo.digits import train_digits_cnn
 from compiler.zoo.mobilenet import depthwise_separable, inverted_residual
 from compiler.zoo.resnet import resnet18
+from compiler.zoo.seeded import seeded
 from tests.compiler.frontend.canonical import assert_same_graph
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
