@@ -5,14 +5,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from compiler.errors import GraphError
 from compiler.graph.ir import Graph
-from runtime.cli import Command
+from runtime.cli import Command, progress_bar
 
 __all__ = ["COMPILE"]
 
@@ -73,17 +72,10 @@ def _run(args: argparse.Namespace) -> int:
 
     graph = from_onnx(args.model)
     samples = _samples(graph, args.calibrate)
-    bar = _progress(len(STAGES))
-    try:
+    with progress_bar(len(STAGES), "stage") as advance:
         compiled = compile_model(
-            graph,
-            args.config,
-            calibration=samples,
-            name=args.model.stem,
-            progress=lambda stage: (bar.set_description(stage), bar.update(1)),
+            graph, args.config, calibration=samples, name=args.model.stem, progress=advance
         )
-    finally:
-        bar.close()
     compiled.save(args.output)
     if args.report:
         print(compiled.partition.report())
@@ -95,12 +87,6 @@ def _run(args: argparse.Namespace) -> int:
         f"of DRAM; compiled in {total:.1f} s from {len(samples)} calibration samples"
     )
     return 0
-
-
-def _progress(total: int):
-    from tqdm import tqdm
-
-    return tqdm(total=total, file=sys.stderr, unit="stage", leave=False)
 
 
 #: ``vtaforge compile MODEL.onnx --config PRESET [--calibrate DATA.npz] -o MODEL.vtaf``.

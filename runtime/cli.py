@@ -8,11 +8,13 @@ never as a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +30,15 @@ from isa import (
 )
 from simulator import CycleSimulator, FunctionalSimulator, write_chrome_trace
 
-__all__ = ["COMMANDS", "PLUGIN_GROUP", "Command", "build_parser", "commands", "main"]
+__all__ = [
+    "COMMANDS",
+    "PLUGIN_GROUP",
+    "Command",
+    "build_parser",
+    "commands",
+    "main",
+    "progress_bar",
+]
 
 
 @dataclass(frozen=True)
@@ -285,7 +295,8 @@ def _run_run(args: argparse.Namespace) -> int:
 
     model = load_model(args.model)
     inputs = _load_inputs(args.input)
-    result = model.run(inputs, device=args.device)
+    with progress_bar(len(model.image.steps), "step") as advance:
+        result = model.run(inputs, device=args.device, progress=advance)
     report = result.report
     if args.report:
         print(report.table())
@@ -312,6 +323,27 @@ def _run_run(args: argparse.Namespace) -> int:
             for path in write_model_plots(result.cycle_stats, args.plots):
                 print(f"wrote {path}")
     return 0
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, unit: str) -> Iterator[Callable[[Any], None]]:
+    """A progress bar on stderr when it is a terminal (tqdm, where installed) and the function
+    that advances it, naming what runs now."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # a board's minimal installation: no bar
+        yield lambda _: None
+        return
+    bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False, disable=None)  # TTYs only
+
+    def advance(item: Any) -> None:
+        bar.set_description(str(getattr(item, "node", item)))
+        bar.update(1)
+
+    try:
+        yield advance
+    finally:
+        bar.close()
 
 
 # ---------------------------------------------------------------------- hw

@@ -9,7 +9,7 @@ per step where it ran, its cycles, GEMM utilisation, DRAM bytes and host time, a
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,11 @@ class ModelRun:
     report: ModelReport
     cycle_stats: list[tuple[str, Any]] = field(default_factory=list)
 
+    @property
+    def output(self) -> np.ndarray:
+        """The output of a single-output model (the first of several)."""
+        return next(iter(self.outputs.values()))
+
 
 class Model:
     """A loaded compiled model, ready to run (see the module docstring)."""
@@ -59,10 +64,13 @@ class Model:
         self,
         inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | np.ndarray,
         device: str | Device = "sim",
+        *,
+        progress: Callable[[Step], None] | None = None,
         **options: Any,
     ) -> ModelRun:
         """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, or a device
-        object) and return the outputs and the report."""
+        object) and return the outputs and the report; ``progress(step)`` is called as each
+        step starts."""
         feeds = self._feeds(inputs)
         runner = open_device(device, self.cfg, **options) if isinstance(device, str) else device
         dram = np.zeros(self.image.dram_bytes, np.uint8)
@@ -71,6 +79,8 @@ class Model:
             self.image.tensors[name].view(dram)[...] = array
         reports, cycle_stats = [], []
         for step in self.image.steps:
+            if progress is not None:
+                progress(step)
             started = time.perf_counter()
             if step.program is not None:
                 stats = runner.run(step.program, dram)
