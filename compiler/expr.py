@@ -331,9 +331,12 @@ class Cast(Expr):
 
 
 class MathFunc(Enum):
+    """Float math functions; each value is the LLVM intrinsic's name (``llvm.<value>``)."""
+
     EXP = "exp"
     LOG = "log"
     SQRT = "sqrt"
+    ROUND = "roundeven"  # to nearest, ties to even (numpy's rint)
 
 
 @dataclass(frozen=True)

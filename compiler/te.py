@@ -76,6 +76,7 @@ __all__ = [
     "not_equal",
     "placeholder",
     "reduce_axis",
+    "round",
     "select",
     "sqrt",
     "sum",
@@ -465,6 +466,8 @@ def _math(func: MathFunc) -> Callable[[Any], Expr]:
 exp = _math(MathFunc.EXP)
 log = _math(MathFunc.LOG)
 sqrt = _math(MathFunc.SQRT)
+round = _math(MathFunc.ROUND)  # TVM's spelling (shadows the builtin here)
+round.__doc__ = "Elementwise rounding to the nearest integer, ties to even (float32)."
 
 
 def max_value(dtype: str | DType) -> Expr:

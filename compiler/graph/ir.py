@@ -10,8 +10,8 @@ fit an operator fails where it is introduced, naming the node.
 
 Float operators keep ONNX's names and semantics (NCHW activations, OIHW weights). The quantize
 pass introduces the integer operators (``Q*``), whose arithmetic is the accelerator's: int8
-operands, int32 accumulation, requantisation by an arithmetic shift right and a clip. The pack
-pass introduces ``PACK``/``UNPACK`` (NCHW <-> the accelerator's blocked layout).
+operands, int32 accumulation, requantisation by an arithmetic shift right and a clip. Layouts
+stay NCHW here: the model compiler's plan packs values where the accelerator reads them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ __all__ = [
     "NoAttrs",
     "Node",
     "Op",
-    "PackAttrs",
     "PadAttrs",
     "PoolAttrs",
     "QAddAttrs",
@@ -89,9 +88,6 @@ class Op(StrEnum):
     QADD = "QAdd"
     QMAX_POOL = "QMaxPool"
     QGLOBAL_AVG_POOL = "QGlobalAvgPool"
-    # layout changes between NCHW and the accelerator's blocked layout
-    PACK = "Pack"
-    UNPACK = "Unpack"
 
 
 # ----------------------------------------------------------------------------- attributes
@@ -236,16 +232,6 @@ class QAvgPoolAttrs:
 
     multiplier: int
     shift: int
-
-
-@dataclass(frozen=True)
-class PackAttrs:
-    """NCHW <-> ``(N/batch, C/block, H, W, batch, block)``; ``channels`` is the unpadded
-    channel count (packing pads the channels with zeros up to a whole block)."""
-
-    batch: int
-    block: int
-    channels: int
 
 
 # ----------------------------------------------------------------------------- values, nodes

@@ -22,7 +22,6 @@ from compiler.graph.ir import (
     LeakyReluAttrs,
     NoAttrs,
     Op,
-    PackAttrs,
     PadAttrs,
     PoolAttrs,
     QAddAttrs,
@@ -293,25 +292,6 @@ def _int8_global_pool(attrs, inputs, consts) -> list[TensorType]:
     return _global_pool(attrs, inputs, consts)
 
 
-def _pack(attrs: PackAttrs, inputs, _consts) -> list[TensorType]:
-    x = inputs[0].shape
-    _need(len(x) in (2, 4), "packs 2-D (NC) or 4-D (NCHW) values")
-    _need(x[0] % attrs.batch == 0, f"batch {x[0]} is not a multiple of {attrs.batch}")
-    _need(x[1] == attrs.channels, f"has {x[1]} channels, the record {attrs.channels}")
-    blocks = -(-x[1] // attrs.block)
-    shape = (x[0] // attrs.batch, blocks, *x[2:], attrs.batch, attrs.block)
-    return [TensorType(shape, inputs[0].dtype)]
-
-
-def _unpack(attrs: PackAttrs, inputs, _consts) -> list[TensorType]:
-    x = inputs[0].shape
-    _need(len(x) in (4, 6), "unpacks 4-D or 6-D blocked values")
-    _need(x[-2:] == (attrs.batch, attrs.block), f"inner blocks {list(x[-2:])}")
-    _need(attrs.channels <= x[1] * attrs.block, f"{attrs.channels} channels do not fit")
-    shape = (x[0] * attrs.batch, attrs.channels, *x[2:-2])
-    return [TensorType(shape, inputs[0].dtype)]
-
-
 #: The attribute record each operator takes (NoAttrs for those not listed).
 ATTRS: dict[Op, type] = {
     Op.CONV: ConvAttrs,
@@ -334,8 +314,6 @@ ATTRS: dict[Op, type] = {
     Op.QADD: QAddAttrs,
     Op.QMAX_POOL: PoolAttrs,
     Op.QGLOBAL_AVG_POOL: QAvgPoolAttrs,
-    Op.PACK: PackAttrs,
-    Op.UNPACK: PackAttrs,
 }
 
 _MANY = 1 << 30
@@ -368,8 +346,6 @@ _ARITY: dict[Op, tuple[int, int]] = {
     Op.QADD: (2, 2),
     Op.QMAX_POOL: (1, 1),
     Op.QGLOBAL_AVG_POOL: (1, 1),
-    Op.PACK: (1, 1),
-    Op.UNPACK: (1, 1),
 }
 
 _RULES: dict[Op, Rule] = {
@@ -401,6 +377,4 @@ _RULES: dict[Op, Rule] = {
     Op.QADD: _qadd,
     Op.QMAX_POOL: _int8_pool,
     Op.QGLOBAL_AVG_POOL: _int8_global_pool,
-    Op.PACK: _pack,
-    Op.UNPACK: _unpack,
 }

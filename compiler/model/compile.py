@@ -6,8 +6,10 @@ The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants
 requantisation and add + relu), ``partition`` (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
 whose lifetimes do not overlap) and ``codegen`` (each accelerator node's template lowered and
-emitted as an :class:`isa.Program` addressing the model's DRAM image). The result saves as one
-file that ``runtime.load_model`` runs without the compiler.
+emitted as an :class:`isa.Program` addressing the model's DRAM image; the CPU steps between
+the float and the int8 worlds compiled by the LLVM backend into shared libraries,
+:mod:`compiler.model.cpu_kernels`). The result saves as one file that ``runtime.load_model``
+runs without the compiler.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
+from compiler.model.cpu_kernels import cpu_library
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
 from isa import UOP_BYTES, AccelConfig
@@ -101,6 +104,7 @@ def compile_model(
     keep_float: Iterable[str] = (),
     cpu_only: Iterable[str] = (),
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    cpu_target: str | None = "llvm",
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
@@ -110,7 +114,8 @@ def compile_model(
     ``calibration``: sample inputs (arrays in input order, or dicts by input name) that the
     quantizer observes; ``keep_float``: nodes left in float (on the CPU); ``cpu_only``:
     quantized nodes kept off the accelerator; ``input_shapes`` fixes an ONNX model's dynamic
-    input dimensions; ``progress(stage)`` is called as each stage starts.
+    input dimensions; ``cpu_target`` is the LLVM target of the CPU steps' libraries (``"llvm"``:
+    this host; None: numpy kernels only); ``progress(stage)`` is called as each stage starts.
     """
     cfg = AccelConfig.resolve(cfg)
     env = Env(cfg)
@@ -141,19 +146,28 @@ def compile_model(
     )
     parts = stage("partition", lambda: partition(qgraph, cfg, cpu_only=cpu_only))
     plan = stage("plan", lambda: plan_model(qgraph, parts, env))
-    image = stage("codegen", lambda: _codegen(plan, env, name or graph.name))
+    image = stage("codegen", lambda: _codegen(plan, env, name or graph.name, cpu_target))
     return CompiledModel(folded, qgraph, parts, plan, image, seconds)
 
 
-def _codegen(plan: Plan, env: Env, name: str) -> ModelImage:
+def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelImage:
     """Each accelerator step compiled into a program over the plan's addresses, its micro-op
-    table after the tensors (and the tables before it)."""
+    table after the tensors (and the tables before it); CPU steps into libraries where
+    :mod:`compiler.model.cpu_kernels` declares them and ``cpu_target`` is set."""
     cfg = env.cfg
     cursor = plan.tensors_end
     steps = []
     for planned in plan.steps:
-        program = None
+        program = library = None
         op = planned.accel
+        if op is None and cpu_target is not None:
+            library = cpu_library(
+                planned.op,
+                [plan.slots[n] for n in planned.inputs],
+                plan.slots[planned.outputs[0]],
+                planned.attrs,
+                cpu_target,
+            )
         if op is not None:
             try:
                 schedule, result = op.template(*op.placeholders, env=env, **op.params)
@@ -175,6 +189,7 @@ def _codegen(plan: Plan, env: Env, name: str) -> ModelImage:
                 planned.attrs,
                 program,
                 planned.macs,
+                library,
             )
         )
     dram_bytes = max(cursor, plan.tensors_end)

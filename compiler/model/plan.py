@@ -92,9 +92,12 @@ class _Layouts:
         self.steps: list[PlannedStep] = []
         self.constants: dict[str, np.ndarray] = {}
         for name in (*graph.inputs, *graph.params):
-            self._slot(self.plain, name, name, graph.types[name].shape, graph.types[name].dtype)
+            self.slot(self.plain, name, name, graph.types[name].shape, graph.types[name].dtype)
 
-    def _slot(self, table: dict, value: str, name: str, shape, dtype: str, layout="plain") -> str:
+    def slot(
+        self, table: dict, value: str, name: str, shape, dtype: str, layout: str = "plain"
+    ) -> str:
+        """Declare slot ``name`` for ``value`` in the layout ``table`` (plain or packed)."""
         self.slots[name] = (tuple(shape), dtype, layout)
         table[value] = name
         return name
@@ -107,7 +110,7 @@ class _Layouts:
         if value not in self.plain:
             source = self.packed[value]
             ty = self.graph.types[value]
-            name = self._slot(self.plain, value, f"{value}:plain", ty.shape, ty.dtype)
+            name = self.slot(self.plain, value, f"{value}:plain", ty.shape, ty.dtype)
             attrs = self._pack_attrs(value)
             self.steps.append(PlannedStep(f"unpack_{value}", "Unpack", (source,), (name,), attrs))
         return self.plain[value]
@@ -117,7 +120,7 @@ class _Layouts:
             source = self.plain_of(value)
             ty = self.graph.types[value]
             shape = packed_shape(self.env, ty.shape)
-            name = self._slot(self.packed, value, f"{value}:packed", shape, ty.dtype, "packed")
+            name = self.slot(self.packed, value, f"{value}:packed", shape, ty.dtype, "packed")
             attrs = self._pack_attrs(value)
             self.steps.append(PlannedStep(f"pack_{value}", "Pack", (source,), (name,), attrs))
         return self.packed[value]
@@ -125,7 +128,7 @@ class _Layouts:
     def packed_output(self, value: str) -> str:
         ty = self.graph.types[value]
         shape = packed_shape(self.env, ty.shape)
-        return self._slot(self.packed, value, f"{value}:packed", shape, ty.dtype, "packed")
+        return self.slot(self.packed, value, f"{value}:packed", shape, ty.dtype, "packed")
 
     def constant(self, node: Node, index: int, array: np.ndarray) -> str:
         name = f"{node.inputs[index]}:packed"
@@ -164,7 +167,7 @@ def plan_model(graph: Graph, partition: Partition, env: Env) -> Plan:
             layouts.plain[v] if v in graph.params else layouts.plain_of(v) for v in node.inputs
         )
         ty = graph.types[node.outputs[0]]
-        out = layouts._slot(layouts.plain, node.outputs[0], node.outputs[0], ty.shape, ty.dtype)
+        out = layouts.slot(layouts.plain, node.outputs[0], node.outputs[0], ty.shape, ty.dtype)
         attrs = {k: _jsonable(v) for k, v in kernel_kwargs(node.attrs).items()}
         layouts.steps.append(
             PlannedStep(node.name, node.op.value, inputs, (out,), attrs, macs=macs)

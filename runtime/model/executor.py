@@ -1,13 +1,17 @@
 """The graph executor: a :class:`ModelImage` run step by step on one DRAM image.
 
 ``load_model(path).run(inputs, device="sim")`` writes the parameters and the inputs into a
-fresh DRAM image, runs every step in order (accelerator programs on the device, CPU kernels on
-the host, both on views of the same image) and returns the outputs with a :class:`ModelReport`:
-per step where it ran, its cycles, GEMM utilisation, DRAM bytes and host time, and the totals.
+fresh DRAM image, runs every step in order (accelerator programs on the device, CPU steps on
+the host: their compiled shared library where the model carries one that loads here, their
+numpy kernel otherwise; all on views of the same image) and returns the outputs with a
+:class:`ModelReport`: per step where and how it ran, its cycles, GEMM utilisation, DRAM bytes
+and host time, and the totals.
 """
 
 from __future__ import annotations
 
+import ctypes
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +22,7 @@ import numpy as np
 
 from isa import VtaforgeError
 from runtime.devices import Device, RunStats, open_device
-from runtime.model.image import ModelFormatError, ModelImage, Step
+from runtime.model.image import LIBRARY_ENTRY, ModelFormatError, ModelImage, Step
 from runtime.model.report import ModelReport, StepReport
 from runtime.ops import KERNELS
 
@@ -45,11 +49,20 @@ class ModelRun:
 
 
 class Model:
-    """A loaded compiled model, ready to run (see the module docstring)."""
+    """A loaded compiled model, ready to run (see the module docstring). ``fallbacks`` names
+    the CPU steps whose library did not load here, and why."""
 
     def __init__(self, image: ModelImage) -> None:
         self.image = image
         self.cfg = image.config
+        self.fallbacks: dict[str, str] = {}
+        self._libraries: dict[int, Callable[..., None]] = {}
+        for index, step in enumerate(image.steps):
+            if step.library is not None:
+                try:
+                    self._libraries[index] = _load_library(step.library, len(step.inputs) + 1)
+                except OSError as err:
+                    self.fallbacks[step.node] = str(err)
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -78,11 +91,19 @@ class Model:
         for name, array in feeds.items():
             self.image.tensors[name].view(dram)[...] = array
         reports, cycle_stats = [], []
-        for step in self.image.steps:
+        for index, step in enumerate(self.image.steps):
             if progress is not None:
                 progress(step)
             started = time.perf_counter()
-            if step.program is not None:
+            library = self._libraries.get(index)
+            if library is not None:
+                slots = (self.image.tensors[v] for v in (*step.inputs, *step.outputs))
+                library(*(ctypes.c_void_p(slot.view(dram).ctypes.data) for slot in slots), None)
+                seconds = time.perf_counter() - started
+                reports.append(
+                    StepReport(step.node, step.op, "cpu", seconds, macs=step.macs, kernel="llvm")
+                )
+            elif step.program is not None:
                 stats = runner.run(step.program, dram)
                 detail = getattr(runner, "last_stats", None)
                 if detail is not None:
@@ -91,7 +112,9 @@ class Model:
             else:
                 self._run_cpu(step, dram)
                 seconds = time.perf_counter() - started
-                reports.append(StepReport(step.node, step.op, "cpu", seconds, macs=step.macs))
+                reports.append(
+                    StepReport(step.node, step.op, "cpu", seconds, macs=step.macs, kernel="numpy")
+                )
         outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
         report = ModelReport(self.image.name, self.cfg, tuple(reports), runner.kind.value)
         return ModelRun(outputs, report, cycle_stats)
@@ -162,6 +185,19 @@ def _accel_report(step: Step, stats: RunStats) -> StepReport:
         dram_bytes=moved,
         macs=step.macs,
     )
+
+
+def _load_library(data: bytes, pointers: int) -> Callable[..., None]:
+    """The entry point of a step's shared library (``pointers`` buffer arguments, then the
+    parallel launcher). The file is removed once loaded: the mapping stays."""
+    with tempfile.NamedTemporaryFile(suffix=".so") as file:
+        file.write(data)
+        file.flush()
+        library = ctypes.CDLL(file.name)
+    entry = getattr(library, LIBRARY_ENTRY)
+    entry.restype = None
+    entry.argtypes = [ctypes.c_void_p] * (pointers + 1)
+    return entry
 
 
 def load_model(path: str | Path) -> Model:

@@ -7,9 +7,14 @@ bytes), then each accelerator program's micro-op table. ``steps`` run in order: 
 step runs its :class:`isa.Program` against the image; a CPU step runs a numpy kernel of
 :mod:`runtime.ops` on views of it.
 
+A CPU step may carry a shared library (compiled by the compiler's LLVM backend) exporting
+:data:`LIBRARY_ENTRY`, called with one pointer per input, then the output, then a null parallel
+launcher; where it cannot be loaded (another architecture) the step's numpy kernel runs instead.
+
 File format (``.vtaf``): a zip archive (stored, not compressed) of ``manifest.json`` (format
-version, configuration, tensors, steps), ``params.bin`` and ``programs/NNN.bin`` (each an
-:class:`isa.Program` binary, loadable and runnable on its own with ``vtaforge sim``).
+version, configuration, tensors, steps), ``params.bin``, ``programs/NNN.bin`` (each an
+:class:`isa.Program` binary, loadable and runnable on its own with ``vtaforge sim``) and
+``kernels/NNN.so`` (the CPU steps' libraries).
 """
 
 from __future__ import annotations
@@ -25,9 +30,18 @@ import numpy as np
 
 from isa import AccelConfig, Program, VtaforgeError
 
-__all__ = ["FORMAT_VERSION", "ModelFormatError", "ModelImage", "Step", "TensorSlot"]
+__all__ = [
+    "FORMAT_VERSION",
+    "LIBRARY_ENTRY",
+    "ModelFormatError",
+    "ModelImage",
+    "Step",
+    "TensorSlot",
+]
 
 FORMAT_VERSION = 1
+#: The symbol a CPU step's shared library exports.
+LIBRARY_ENTRY = "vtaforge_step"
 _MANIFEST = "manifest.json"
 _PARAMS = "params.bin"
 
@@ -62,8 +76,9 @@ class Step:
     """One step of the model: a graph node (or a layout change the compiler added).
 
     ``device`` is ``"accel"`` (``program`` set) or ``"cpu"`` (``op`` names the kernel in
-    :data:`runtime.ops.KERNELS`, ``attrs`` its keyword arguments). ``macs`` counts the
-    multiply-accumulates the node performs (0 for data movement), for the report.
+    :data:`runtime.ops.KERNELS`, ``attrs`` its keyword arguments, ``library`` the compiled
+    shared library where there is one). ``macs`` counts the multiply-accumulates the node
+    performs (0 for data movement), for the report.
     """
 
     node: str
@@ -74,6 +89,7 @@ class Step:
     attrs: dict[str, Any] = field(default_factory=dict)
     program: Program | None = None
     macs: int = 0
+    library: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,9 @@ class ModelImage:
                 if step.program is not None:
                     entry["program"] = f"programs/{index:03d}.bin"
                     archive.writestr(entry["program"], step.program.to_bytes())
+                if step.library is not None:
+                    entry["library"] = f"kernels/{index:03d}.so"
+                    archive.writestr(entry["library"], step.library)
                 steps.append(entry)
             manifest = {
                 "format": FORMAT_VERSION,
@@ -152,9 +171,10 @@ class ModelImage:
                 manifest = json.loads(archive.read(_MANIFEST))
                 params = archive.read(_PARAMS)
                 programs = {
-                    s["program"]: archive.read(s["program"])
+                    s[key]: archive.read(s[key])
                     for s in manifest.get("steps", [])
-                    if isinstance(s, dict) and "program" in s
+                    for key in ("program", "library")
+                    if isinstance(s, dict) and key in s
                 }
         except (zipfile.BadZipFile, KeyError, ValueError, RecursionError, OSError) as err:
             raise ModelFormatError(f"{source}: not a compiled vtaforge model ({err})") from None
@@ -196,6 +216,7 @@ def _from_manifest(manifest: dict, params: bytes, programs: dict[str, bytes]) ->
                 dict(s["attrs"]),
                 program,
                 int(s["macs"]),
+                programs[s["library"]] if "library" in s else None,
             )
         )
     for name in (*manifest["inputs"], *manifest["outputs"]):

@@ -16,8 +16,9 @@ __all__ = ["ModelReport", "StepReport", "write_model_plots", "write_model_trace"
 
 @dataclass(frozen=True)
 class StepReport:
-    """One step: where it ran, host seconds, and on the accelerator its cycles, GEMM steps
-    (micro-ops issued to the core), DRAM bytes moved and the node's multiply-accumulates."""
+    """One step: where it ran (and, on the CPU, whether its ``kernel`` was the compiled
+    ``"llvm"`` library or ``"numpy"``), host seconds, and on the accelerator its cycles, GEMM
+    steps (micro-ops issued to the core), DRAM bytes moved; the node's multiply-accumulates."""
 
     node: str
     op: str
@@ -27,6 +28,7 @@ class StepReport:
     gemm_steps: int | None = None
     dram_bytes: int | None = None
     macs: int = 0
+    kernel: str = ""
 
     @property
     def utilisation(self) -> float | None:
@@ -96,14 +98,15 @@ class ModelReport:
 
     def table(self) -> str:
         """The per-step table and the totals as aligned text."""
-        head = f"{'step':<28} {'op':<15} {'on':<5} {'cycles':>11} {'util':>6} {'DRAM MB':>8}"
+        head = f"{'step':<28} {'op':<15} {'on':<11} {'cycles':>11} {'util':>6} {'DRAM MB':>8}"
         lines = [head + f" {'host ms':>8}", "-" * (len(head) + 9)]
         for s in self.steps:
             cycles = "" if s.cycles is None else f"{s.cycles:,}"
             util = "" if s.utilisation is None else f"{100 * s.utilisation:.1f}%"
             mb = "" if s.dram_bytes is None else f"{s.dram_bytes / 1e6:.2f}"
+            where = f"{s.device} ({s.kernel})" if s.kernel else s.device
             lines.append(
-                f"{s.node[:28]:<28} {s.op[:15]:<15} {s.device:<5} {cycles:>11} {util:>6} "
+                f"{s.node[:28]:<28} {s.op[:15]:<15} {where:<11} {cycles:>11} {util:>6} "
                 f"{mb:>8} {1e3 * s.wall_seconds:>8.1f}"
             )
         t = self.summary()

@@ -1,0 +1,97 @@
+"""CPU steps compiled by the LLVM backend into shared libraries.
+
+The steps that connect the host's float world to the accelerator (``QuantizeLinear``,
+``DequantizeLinear``, ``Pack`` and ``Unpack``) are declared as tensor expressions, scheduled
+(the innermost axis vectorised), compiled for the CPU ``target`` and linked into a shared
+library that the saved model carries; ``runtime`` calls it through ctypes, with one pointer per
+input, then the output, into the model's DRAM image. Each expression is the numpy kernel's
+arithmetic exactly (float32 division, rounding half to even, saturation), so both give the same
+bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.ops`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from compiler import te
+from compiler.codegen import codegen
+from compiler.lower import lower
+from compiler.schedule import create_schedule
+from compiler.te import Tensor
+from runtime.model import LIBRARY_ENTRY, TensorSlot
+
+__all__ = ["LIBRARY_OPS", "cpu_library"]
+
+
+def _quantize(x: Tensor, out: TensorSlot, *, scale: float, zero_point: int, dtype: str) -> Tensor:
+    del dtype  # int8, the output slot's
+    info = (-128.0, 127.0)
+
+    def value(*i):
+        q = te.round(x(*i) / te.const(scale, "float32")) + te.const(float(zero_point), "float32")
+        return te.max(te.min(q, info[1]), info[0]).astype("int8")
+
+    return te.compute(out.shape, value, name="quantized")
+
+
+def _dequantize(x: Tensor, out: TensorSlot, *, scale: float, zero_point: int, dtype: str):
+    del dtype  # the input's
+    return te.compute(
+        out.shape,
+        lambda *i: (
+            (x(*i).astype("int32") - zero_point).astype("float32") * te.const(scale, "float32")
+        ),
+        name="dequantized",
+    )
+
+
+def _pack(x: Tensor, out: TensorSlot, *, batch: int, block: int, channels: int) -> Tensor:
+    def value(*i):
+        n, c, spatial, b, k = i[0], i[1], i[2:-2], i[-2], i[-1]
+        channel = c * block + k
+        inside = channel < channels
+        safe = te.if_then_else(inside, channel, 0)
+        read = x(n * batch + b, safe, *spatial)
+        return te.if_then_else(inside, read, te.const(0, out.dtype))
+
+    return te.compute(out.shape, value, name="packed")
+
+
+def _unpack(x: Tensor, out: TensorSlot, *, batch: int, block: int, channels: int) -> Tensor:
+    del channels  # the output's
+    return te.compute(
+        out.shape,
+        lambda n, c, *s: x(n // batch, c // block, *s, n % batch, c % block),
+        name="unpacked",
+    )
+
+
+#: The CPU steps compiled into libraries, by operator name.
+LIBRARY_OPS: dict[str, Callable[..., Tensor]] = {
+    "QuantizeLinear": _quantize,
+    "DequantizeLinear": _dequantize,
+    "Pack": _pack,
+    "Unpack": _unpack,
+}
+
+
+def cpu_library(
+    op: str, inputs: list[TensorSlot], output: TensorSlot, attrs: dict[str, Any], target: str
+) -> bytes | None:
+    """The shared library (its bytes) computing CPU step ``op`` for ``target``, or None where
+    the step keeps its numpy kernel."""
+    declare = LIBRARY_OPS.get(op)
+    if declare is None or len(inputs) != 1:
+        return None
+    x = te.placeholder(inputs[0].shape, inputs[0].dtype, "x")
+    out = declare(x, output, **attrs)
+    s = create_schedule(out)
+    inner = s[out].op.axis[-1]
+    if output.shape[-1] % 4 == 0:
+        s[out].vectorize(inner)
+    module = codegen(lower(s, [x, out], LIBRARY_ENTRY), target)
+    with tempfile.TemporaryDirectory() as scratch:
+        return module.export_library(Path(scratch) / "step.so").read_bytes()

@@ -1,0 +1,96 @@
+"""The CPU steps compiled into shared libraries give the numpy kernels' bytes exactly; a model
+whose libraries do not load runs their numpy kernels instead."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler.model import compile_model
+from compiler.model.cpu_kernels import cpu_library
+from runtime.model import Model, TensorSlot
+from runtime.model.executor import _load_library
+from runtime.ops import KERNELS
+from tests.compiler.model.graphs import residual_cnn, samples
+
+
+def _run_library(op, x: np.ndarray, out_shape, out_dtype, attrs) -> np.ndarray:
+    source = TensorSlot("x", x.shape, str(x.dtype), 0)
+    target = TensorSlot("y", tuple(out_shape), out_dtype, 0)
+    library = cpu_library(op, [source], target, attrs, "llvm")
+    assert library is not None
+    out = np.zeros(out_shape, out_dtype)
+    entry = _load_library(library, 2)
+    entry(x.ctypes.data, out.ctypes.data, None)
+    return out
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    shape=st.sampled_from([(1, 3, 5, 7), (2, 16, 4, 4), (1, 10), (1, 8)]),
+    exponent=st.integers(-3, 8),
+    seed=st.integers(0, 2**16),
+)
+def test_quantize_and_dequantize_libraries_equal_the_numpy_kernels(shape, exponent, seed):
+    rng = np.random.default_rng(seed)
+    scale = 2.0**-exponent
+    x = (rng.standard_normal(shape) * 200 * scale).astype(np.float32)
+    x.ravel()[: x.size // 4] = np.round(x.ravel()[: x.size // 4] / scale) * scale + scale / 2
+    attrs = {"scale": scale, "zero_point": 0, "dtype": "int8"}
+    q = _run_library("QuantizeLinear", x, shape, "int8", attrs)
+    np.testing.assert_array_equal(q, KERNELS["QuantizeLinear"](x, **attrs))  # ties to even too
+    f = _run_library("DequantizeLinear", q, shape, "float32", attrs)
+    np.testing.assert_array_equal(f, KERNELS["DequantizeLinear"](q, **attrs))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    batch=st.sampled_from([1, 2]),
+    channels=st.integers(1, 40),
+    spatial=st.sampled_from([(), (1, 1), (3, 5)]),
+    block=st.sampled_from([4, 16]),
+    seed=st.integers(0, 2**16),
+)
+def test_pack_and_unpack_libraries_equal_the_numpy_kernels(batch, channels, spatial, block, seed):
+    n = 2 * batch
+    x = np.random.default_rng(seed).integers(-128, 128, (n, channels, *spatial)).astype(np.int8)
+    attrs = {"batch": batch, "block": block, "channels": channels}
+    expected = KERNELS["Pack"](x, **attrs)
+    packed = _run_library("Pack", x, expected.shape, "int8", attrs)
+    np.testing.assert_array_equal(packed, expected)
+    np.testing.assert_array_equal(_run_library("Unpack", packed, x.shape, "int8", attrs), x)
+
+
+def test_steps_without_a_declaration_keep_their_numpy_kernel():
+    slot = TensorSlot("x", (1, 10), "float32", 0)
+    assert cpu_library("Softmax", [slot], slot, {"axis": 1}, "llvm") is None
+
+
+def test_a_library_that_does_not_load_falls_back_to_numpy():
+    graph = residual_cnn(4, channels=8, size=6)
+    compiled = compile_model(graph, "default", calibration=samples(graph, 2))
+    kernels = {s.node: s.library is not None for s in compiled.image.steps if s.device == "cpu"}
+    assert kernels == {
+        "x_int8": True,
+        "pack_x_int8": True,
+        "unpack_fc": True,
+        "fc_float": True,
+        "softmax": False,
+    }
+    x = samples(graph, 1, seed=2)[0]
+    expected = compiled.reference(x)[0]
+    steps = tuple(
+        s if s.library is None else replace(s, library=b"not ELF") for s in compiled.image.steps
+    )
+    broken = replace(compiled.image, steps=steps)
+    model = Model(broken)
+    assert set(model.fallbacks) == {"x_int8", "pack_x_int8", "unpack_fc", "fc_float"}
+    run = model.run(x, device="fsim")
+    np.testing.assert_array_equal(run.output, expected)
+    assert {s.kernel for s in run.report.steps if s.device == "cpu"} == {"numpy"}
+    plain = compile_model(graph, "default", calibration=samples(graph, 2), cpu_target=None)
+    assert all(s.library is None for s in plain.image.steps)
+    np.testing.assert_array_equal(plain.run(x, device="fsim").output, expected)
