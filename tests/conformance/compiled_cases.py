@@ -2,10 +2,15 @@
 them bit-exactly (the functional and cycle-level simulators, the Amaranth RTL, Verilator), and
 the cycle model is held to the RTL on them.
 
-Each case compiles the accelerator's conv2d template on seeded random data and checks the output
-against an independent numpy convolution with the same requantisation,
+Each conv2d case compiles the accelerator's conv2d template on seeded random data and checks the
+output against an independent numpy convolution with the same requantisation,
 ``clip(((x * w) >> shift) + bias, 0, 127)`` as int8; the knobs cover both kinds of virtual
 threads (rows and output channels), resident and per-step weights, padding and strides.
+
+Each model-step case compiles a small residual CNN with ``compile_model`` and takes one of its
+accelerator programs (a requantising convolution with the bias before the shift, the rounding
+residual add, the max pooling): its DRAM holds the model's parameters and the step's inputs as
+``compiler.reference`` computes them, and the step's output must equal the reference's.
 """
 
 from __future__ import annotations
@@ -16,10 +21,20 @@ from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw
 from compiler.accel.ops import CONV2D
-from isa import AccelConfig
+from compiler.graph.interpret import run_graph
+from compiler.model import compile_model
+from isa import AccelConfig, DramBuffer, MemId
+from runtime.ops import KERNELS
+from tests.compiler.model.graphs import residual_cnn, samples
 from tests.conformance.common import Built, ConformanceCase, Expectation, built, random_ints
 
-__all__ = ["COMPILED_CASES", "build_compiled_conv2d", "conv2d_reference_any", "requantized_conv2d"]
+__all__ = [
+    "COMPILED_CASES",
+    "build_compiled_conv2d",
+    "build_model_step",
+    "conv2d_reference_any",
+    "requantized_conv2d",
+]
 
 SHIFT = 4
 
@@ -83,6 +98,38 @@ def build_compiled_conv2d(
     return built(program, [Expectation("compiled_conv2d", f.layout["res"], packed, cfg.out_width)])
 
 
+def build_model_step(cfg: AccelConfig, seed: int, node: str) -> Built:
+    """The program of accelerator step ``node`` of a seeded residual CNN compiled for ``cfg``,
+    on a DRAM image holding the parameters and its inputs as the reference computes them."""
+    graph = residual_cnn(seed, channels=2 * cfg.block_out, size=6, in_channels=cfg.block_in)
+    model = compile_model(graph, cfg, calibration=samples(graph, 2, seed=seed))
+    values = run_graph(model.graph, samples(graph, 1, seed=seed + 1), keep=True)
+    image = model.image
+    (step,) = [s for s in image.steps if s.node == node]
+    dram = np.zeros(image.dram_bytes, dtype=np.uint8)
+    dram[: len(image.params)] = np.frombuffer(image.params, np.uint8)
+    layout = {"batch": cfg.batch, "block": cfg.block_out}
+
+    def packed(value: str) -> np.ndarray:
+        array = values[value]
+        return KERNELS["Pack"](array, **layout, channels=array.shape[1])
+
+    source = model.graph.node(node)
+    for name, value in zip(step.inputs, source.inputs, strict=True):
+        if value not in model.graph.params:  # activations; constants are in the parameters
+            image.tensors[name].view(dram)[...] = packed(value)
+    out = image.tensors[step.outputs[0]]
+    elem = cfg.elem_bytes(MemId.OUT)
+    buffer = DramBuffer(out.name, MemId.OUT, out.address, out.nbytes // elem, elem)
+    expected = packed(source.outputs[0])
+    return Built(
+        step.program,
+        dram,
+        Expectation(f"model step {node}", buffer, expected, cfg.out_width).check,
+        (buffer,),
+    )
+
+
 def _case(name: str, size: int, kernel: int, stride: int, padding: int, **knobs) -> ConformanceCase:
     return ConformanceCase(
         name,
@@ -105,4 +152,8 @@ COMPILED_CASES: tuple[ConformanceCase, ...] = (
         weights_resident=False,
     ),
     _case("compiled_conv1x1_stride2", 6, 1, 2, 0, h_threads=1, oc_threads=1),
+    *(
+        ConformanceCase(f"model_step_{n}", lambda cfg, seed, n=n: build_model_step(cfg, seed, n))
+        for n in ("conv2", "add", "pool")
+    ),
 )
