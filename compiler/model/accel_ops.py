@@ -10,7 +10,7 @@ model compiler uses it to compile the node.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from compiler.accel.ops import ADD, CONV2D, DENSE, GLOBAL_AVG_POOL, MAX_POOL, av
 from compiler.errors import CompileError
 from compiler.graph.ir import Graph, Node, Op
 from compiler.ops.knobs import Template
+from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
 
 __all__ = ["AccelOp", "accel_op", "packed_shape"]
@@ -29,14 +30,20 @@ __all__ = ["AccelOp", "accel_op", "packed_shape"]
 @dataclass(frozen=True)
 class AccelOp:
     """A node ready to compile: ``template(*placeholders, **params)`` declares and schedules
-    it; ``constants`` maps the placeholders of constant operands (by position) to their packed
-    arrays; the output placeholder comes from the template."""
+    it with the knobs ``config`` (the template's defaults); ``constants`` maps the placeholders
+    of constant operands (by position) to their packed arrays; the output placeholder comes from
+    the template."""
 
     node: str
     template: Template
     placeholders: tuple[Tensor, ...]
     params: dict[str, Any]
     constants: dict[int, np.ndarray]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def declare(self, env: Env) -> tuple[Schedule, Tensor]:
+        """The node's schedule and output tensor."""
+        return self.template.declare(*self.placeholders, cfg=self.config, env=env, **self.params)
 
 
 def packed_shape(env: Env, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -159,7 +166,7 @@ def accel_op(env: Env, graph: Graph, node: Node) -> AccelOp:
             _require(dtype == "int8", f"the configuration's operands are {dtype}, not int8")
         _require(env.BLOCK_IN == env.BLOCK_OUT, "BLOCK_IN differs from BLOCK_OUT")
         op = builder(env, graph, node)
-        op.template.space(*op.placeholders, env=env, **op.params).default()
+        config = op.template.space(*op.placeholders, env=env, **op.params).default()
     except CompileError as err:
         raise CompileError(err.detail, node=node.name, op=node.op.value) from None
-    return op
+    return replace(op, config=config)

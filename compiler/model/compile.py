@@ -170,7 +170,7 @@ def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelIm
             )
         if op is not None:
             try:
-                schedule, result = op.template(*op.placeholders, env=env, **op.params)
+                schedule, result = op.declare(env)
                 lowered = lower_accel(schedule, [*op.placeholders, result], cfg, planned.node)
                 names = (*planned.inputs, *planned.outputs)
                 placement = [plan.slots[n].address for n in names]
