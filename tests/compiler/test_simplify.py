@@ -76,6 +76,24 @@ def test_simplify_preserves_values(expr, extents, values):
     assert sum(1 for _ in walk(simpler)) <= sum(1 for _ in walk(expr)) + 4
 
 
+@given(
+    expr=_expressions(),
+    lows=st.tuples(*[st.integers(-10, 10)] * 3),
+    extents=st.tuples(*[st.integers(1, 12)] * 3),
+    values=st.tuples(*[st.integers(0, 100)] * 3),
+)
+def test_bounds_hold_every_value_and_simplify_keeps_it(expr, lows, extents, values):
+    """const_bounds contains the value at any point of the ranges (ranges that may be
+    negative), and the simplified expression has the same value there."""
+    ranges = {v: (lo, lo + n - 1) for v, lo, n in zip(VARS, lows, extents, strict=True)}
+    env = {v: lo + x % n for v, lo, x, n in zip(VARS, lows, values, extents, strict=True)}
+    value = _evaluate(expr, env)
+    lo, hi = const_bounds(expr, ranges)
+    assert lo is None or lo <= value, (lo, value)
+    assert hi is None or value <= hi, (hi, value)
+    assert _evaluate(simplify_expr(expr, ranges), env) == value
+
+
 def test_folds_what_ranges_decide():
     i, j = VARS[0], VARS[1]
     ranges = {i: (0, 3), j: (0, 7)}
