@@ -3,8 +3,10 @@
 ``result = op(a, x)`` for every ``[b][o]`` lane, with ``x`` the other operand (an accumulator
 row or the sign-extended immediate broadcast by the caller). SHR reads ``x``'s low
 ``cfg.shr_arg_bits`` bits as a signed shift (negative shifts left); MUL multiplies by its low
-``cfg.mul_arg_bits`` bits, signed. Results wrap to ``acc_width``. An opcode outside
-:class:`isa.AluOp` leaves ``a`` unchanged (such a word cannot be encoded).
+``cfg.mul_arg_bits`` bits, signed. Results wrap to ``acc_width``. Only the opcodes of
+``cfg.alu_ops`` are built: without ``alu_mul`` there is no multiplier at all. Any other opcode
+(outside :class:`isa.AluOp`, or MUL without ``alu_mul``) leaves ``a`` unchanged: such a word
+cannot be encoded.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ class TensorAlu(wiring.Component):
                 shift = Signal(signed(cfg.shr_arg_bits), name=f"shift_{b}_{o}")
                 m.d.comb += shift.eq(x[: cfg.shr_arg_bits].as_signed())
                 distance = Mux(shift < 0, -shift, shift).as_unsigned()
-                factor = x[: cfg.mul_arg_bits].as_signed()
                 with m.Switch(self.op):
                     with m.Case(AluOp.MIN):
                         m.d.comb += result.eq(Mux(a < x, a, x))
@@ -53,8 +54,9 @@ class TensorAlu(wiring.Component):
                         m.d.comb += result.eq(a + x)
                     with m.Case(AluOp.SHR):
                         m.d.comb += result.eq(Mux(shift < 0, a << distance, a >> distance))
-                    with m.Case(AluOp.MUL):
-                        m.d.comb += result.eq(a * factor)
+                    if AluOp.MUL in cfg.alu_ops:
+                        with m.Case(AluOp.MUL):
+                            m.d.comb += result.eq(a * x[: cfg.mul_arg_bits].as_signed())
                     with m.Default():
                         m.d.comb += result.eq(a)
         return m

@@ -2,7 +2,7 @@
 
 The syntax, line by line (``;`` or ``#`` starts a comment)::
 
-    .config inp_width=8 wgt_width=8 ... clock_mhz=100.0   all primary parameters (optional
+    .config inp_width=8 wgt_width=8 ... alu_mul=True      all primary parameters (optional
                                                             when the caller supplies a config)
     .uop_base 4096                  DRAM address of the micro-op table, in micro-ops
     .uop dst_idx=0 src_idx=0 wgt_idx=0
@@ -36,6 +36,8 @@ __all__ = ["assemble", "disassemble", "format_insn", "format_uop"]
 
 _DATA_BYTES_PER_LINE = 32
 _FLAG_NAMES = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+#: How a ``.config`` line spells a flag parameter (``alu_mul``); the disassembler writes ``True``.
+_BOOLS = {"true": True, "false": False}
 
 
 def _line_fields(fmt: Format) -> list[Field]:
@@ -166,13 +168,18 @@ def _parse_config(tokens: list[str], line: int) -> AccelConfig:
     values = _parse_assignments(tokens, line, ".config")
     params: dict[str, object] = {}
     for name, text in values.items():
+        if text.lower() in _BOOLS:
+            params[name] = _BOOLS[text.lower()]
+            continue
         try:
             params[name] = int(text, 0)
         except ValueError:
             try:
                 params[name] = float(text)
             except ValueError:
-                raise AssemblyError(line, f".config: {name}={text} is not a number") from None
+                raise AssemblyError(
+                    line, f".config: {name}={text} is neither a number nor true/false"
+                ) from None
     try:
         return AccelConfig.from_dict(params)
     except ConfigError as err:

@@ -1,9 +1,10 @@
 """``AccelConfig``: the one place where the accelerator's hardware numbers are written.
 
 A configuration stores only *primary* parameters: data widths, the GEMM core's shape, buffer sizes
-in bytes, the AXI data width, the clock, and the widths of the instruction fields that do not
-follow from buffer sizes. Everything else (element sizes, buffer depths, index widths, the
-instruction layouts of :mod:`isa.fields`) is derived from them, so changing one value changes
+in bytes, the AXI data width, the clock, the widths of the instruction fields that do not
+follow from buffer sizes, and the optional ALU operations (``alu_mul``). Everything else
+(element sizes, buffer depths, index widths, the instruction layouts of :mod:`isa.fields`, the
+ALU opcodes of :attr:`AccelConfig.alu_ops`) is derived from them, so changing one value changes
 every consumer consistently: the encoder, the simulators, the Amaranth hardware and the compiler.
 
 The default values are VTA's PYNQ configuration (vta-facts 1.1), and for it the instruction
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from isa.errors import ConfigError
-from isa.opcodes import MemId
+from isa.opcodes import AluOp, MemId
 
 __all__ = [
     "ACC_RAW_WINDOW",
@@ -98,7 +99,8 @@ class AccelConfig:
     """A VTA-style accelerator configuration (primary parameters only; see the module doc).
 
     Sizes are in bytes and widths in bits. Use :meth:`preset` for the named configurations and
-    :meth:`replace` to derive a variant: both validate.
+    :meth:`replace` to derive a variant (``AccelConfig.preset("tiny").replace(alu_mul=False)``):
+    both validate.
     """
 
     # Data widths (bits). Outputs have the input width, as in VTA.
@@ -127,6 +129,10 @@ class AccelConfig:
     mem_pad_bits: int = 4
     loop_iter_bits: int = 14
     alu_imm_bits: int = 16
+    # Optional ALU operations (a bool each; VTA's vta_config.json has no such key: True there).
+    # Without ``alu_mul`` the ALU has no MUL: no multiplier is built (one DSP per lane saved),
+    # and a MUL instruction does not encode, decode, assemble, build, compile or simulate.
+    alu_mul: bool = True
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self) -> None:
@@ -136,6 +142,9 @@ class AccelConfig:
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise ConfigError(f.name, value, "must be a number of MHz")
                 object.__setattr__(self, f.name, float(value))
+            elif isinstance(f.default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(f.name, value, "must be true or false")
             elif isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f.name, value, "must be an integer")
         self._validate()
@@ -312,6 +321,17 @@ class AccelConfig:
         return MUL_ARG_BITS
 
     @property
+    def alu_ops(self) -> tuple[AluOp, ...]:
+        """The ALU opcodes this configuration implements, in opcode order."""
+        return tuple(op for op in AluOp if self.missing_alu_op(op) is None)
+
+    def missing_alu_op(self, op: AluOp) -> str | None:
+        """Why this configuration has no ALU opcode ``op``; None when it has it."""
+        if op is AluOp.MUL and not self.alu_mul:
+            return "this configuration has no ALU multiplier (alu_mul=False)"
+        return None
+
+    @property
     def acc_raw_window(self) -> int:
         """Steps of one GEMM/ALU instruction whose accumulator writes a step may not read."""
         return ACC_RAW_WINDOW
@@ -372,7 +392,8 @@ class AccelConfig:
 
         VTA's bitstream name (``1x16_i8w8a32_15_15_18_17`` for the default), extended only where
         this configuration leaves VTA's parameter space: unequal block sizes, a bus width or clock
-        other than PYNQ's, another command-queue depth, or changed instruction-field widths.
+        other than PYNQ's, another command-queue depth, changed instruction-field widths, or an
+        ALU without MUL (``_nomul``).
         """
         block = (
             f"{self.block_in}"
@@ -394,6 +415,8 @@ class AccelConfig:
         if isa_widths != _VTA_ISA_WIDTHS:
             digest = hashlib.sha256(json.dumps(isa_widths, sort_keys=True).encode()).hexdigest()
             name += f"_isa{digest[:8]}"
+        if not self.alu_mul:
+            name += "_nomul"
         return name
 
     # ------------------------------------------------------------------ presets and files

@@ -7,7 +7,9 @@ configuration this reproduces VTA's layout bit for bit (vta-facts 1.3, 1.6).
 
 These tables are the single source of every bit position: the encoder and decoder
 (:mod:`isa.encoding`), the assembler (:mod:`isa.assembly`), the hardware's Amaranth layouts and the
-generated documentation (:meth:`Format.table`) all read them.
+generated documentation (:meth:`Format.table`) all read them. They also carry the enum members a
+configuration leaves out (``alu_opcode=MUL`` without ``alu_mul``), so that every reader refuses
+those alike.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ _WORD_BITS = 64
 @dataclass(frozen=True)
 class Field:
     """One field of a format: ``width`` bits at ``offset``; ``kind`` is ``bool``, ``int`` or an
-    ``IntEnum``; ``signed`` fields hold two's-complement integers."""
+    ``IntEnum``; ``signed`` fields hold two's-complement integers. ``excluded`` lists the enum
+    members this configuration leaves out, each with the reason (MUL without ``alu_mul``): they
+    neither encode nor decode."""
 
     name: str
     offset: int
     width: int
     kind: type
     signed: bool = False
+    excluded: tuple[tuple[IntEnum, str], ...] = ()
 
     @property
     def mask(self) -> int:
@@ -64,8 +69,20 @@ class Field:
     def max(self) -> int:
         return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
 
+    def check_available(self, value: int, insn: str) -> None:
+        """Raise EncodingError naming the reason when ``value`` is an excluded member."""
+        for member, reason in self.excluded:
+            if value == member:
+                raise EncodingError(
+                    f"field {self.name}={member.name} is not available: {reason}",
+                    insn=insn,
+                    field=self.name,
+                )
+
     def pack(self, value: int, insn: str) -> int:
-        """Place ``value`` at this field's bits; raise EncodingError if it does not fit."""
+        """Place ``value`` at this field's bits; raise EncodingError if it does not fit or is
+        excluded."""
+        self.check_available(value, insn)
         value = int(value)
         if not self.min <= value <= self.max:
             raise EncodingError(
@@ -77,7 +94,8 @@ class Field:
         return (value & ((1 << self.width) - 1)) << self.offset
 
     def unpack(self, word: int, insn: str) -> int | bool | IntEnum:
-        """Extract this field from ``word`` as its kind; raise EncodingError on an invalid enum."""
+        """Extract this field from ``word`` as its kind; raise EncodingError on an invalid or
+        excluded enum member."""
         raw = (word >> self.offset) & ((1 << self.width) - 1)
         if self.signed and raw >> (self.width - 1):
             raw -= 1 << self.width
@@ -85,7 +103,7 @@ class Field:
             return bool(raw)
         if issubclass(self.kind, IntEnum):
             try:
-                return self.kind(raw)
+                member = self.kind(raw)
             except ValueError:
                 raise EncodingError(
                     f"field {self.name} bits {self.bits} hold {raw}, which is no "
@@ -93,7 +111,18 @@ class Field:
                     insn=insn,
                     field=self.name,
                 ) from None
+            self.check_available(member, insn)
+            return member
         return raw
+
+    @property
+    def kind_name(self) -> str:
+        """The kind as the docs print it: ``signed int``, ``bool``, ``AluOp (no MUL)``."""
+        if self.signed:
+            return "signed int"
+        if self.excluded:
+            return f"{self.kind.__name__} (no {', '.join(m.name for m, _ in self.excluded)})"
+        return self.kind.__name__
 
 
 @dataclass(frozen=True)
@@ -111,6 +140,16 @@ class Format:
                 return f
         raise KeyError(name)
 
+    def check_available(self, record: Instruction | Uop) -> None:
+        """Raise EncodingError when a field of ``record`` holds a member this configuration
+        excludes (the rest of :func:`isa.encode`'s checks are left to it)."""
+        for f in self._restricted:
+            f.check_available(getattr(record, f.name), type(record).__name__)
+
+    @cached_property
+    def _restricted(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.excluded)
+
     @property
     def reserved_mask(self) -> int:
         """Bits no field uses; a valid word has them all zero."""
@@ -126,8 +165,7 @@ class Format:
         for f in sorted(self.fields, key=lambda f: f.offset):
             if f.offset > position:
                 rows.append(_gap_row(position, f.offset))
-            kind = "signed int" if f.signed else f.kind.__name__
-            rows.append(f"| {f.bits} | {f.name} | {f.width} | {kind} |")
+            rows.append(f"| {f.bits} | {f.name} | {f.width} | {f.kind_name} |")
             position = f.offset + f.width
         if position < self.width:
             rows.append(_gap_row(position, self.width))
@@ -176,13 +214,19 @@ class InstructionSet:
 _Spec = tuple[str, int, type, bool]
 
 
-def _layout(name: str, record: type, width: int, specs: list[_Spec]) -> Format:
+def _layout(
+    name: str,
+    record: type,
+    width: int,
+    specs: list[_Spec],
+    excluded: dict[str, tuple[tuple[IntEnum, str], ...]] | None = None,
+) -> Format:
     fields = []
     offset = 0
     for fname, fwidth, kind, signed in specs:
         if offset // _WORD_BITS != (offset + fwidth - 1) // _WORD_BITS:
             offset = (offset // _WORD_BITS + 1) * _WORD_BITS
-        fields.append(Field(fname, offset, fwidth, kind, signed))
+        fields.append(Field(fname, offset, fwidth, kind, signed, (excluded or {}).get(fname, ())))
         offset += fwidth
     if offset > width:
         listing = ", ".join(f"{s[0]}:{s[1]}" for s in specs)
@@ -258,6 +302,7 @@ def instruction_set(cfg: AccelConfig) -> InstructionSet:
             ("use_imm", 1, bool, False),
             ("imm", cfg.alu_imm_bits, int, True),
         ],
+        {"alu_opcode": tuple((op, why) for op in AluOp if (why := cfg.missing_alu_op(op)))},
     )
     finish = _layout("FINISH", FinishInsn, INSN_WIDTH, common)
     uop = _layout(

@@ -37,6 +37,7 @@ from isa.errors import (
     ProgramError,
     ProgramFormatError,
 )
+from isa.fields import instruction_set
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop
 
 __all__ = [
@@ -78,7 +79,12 @@ class DramSegment:
 
 @dataclass(frozen=True)
 class Program:
-    """Instructions, micro-op table and initial DRAM segments for one configuration."""
+    """Instructions, micro-op table and initial DRAM segments for one configuration.
+
+    Construction checks the parts' types, the DRAM regions, and that every instruction is one the
+    configuration has (no MUL without ``alu_mul``); whether field values fit their widths is
+    checked when the program is encoded.
+    """
 
     config: AccelConfig
     instructions: tuple[Instruction, ...]
@@ -92,11 +98,16 @@ class Program:
         object.__setattr__(self, "instructions", tuple(self.instructions))
         object.__setattr__(self, "uops", tuple(self.uops))
         object.__setattr__(self, "segments", tuple(self.segments))
+        formats = instruction_set(self.config)
         for index, insn in enumerate(self.instructions):
             if not isinstance(insn, _INSN_TYPES):
                 raise ProgramError(
                     f"instruction {index} is a {type(insn).__name__}, not an instruction record"
                 )
+            try:  # an operation the configuration lacks (MUL without alu_mul)
+                formats.for_record(insn).check_available(insn)
+            except EncodingError as err:
+                raise ProgramError(str(err.at(index))) from None
         for index, uop in enumerate(self.uops):
             if not isinstance(uop, Uop):
                 raise ProgramError(f"micro-op {index} is a {type(uop).__name__}, not a Uop")

@@ -10,7 +10,8 @@ of operations on one accumulator row, each taking a constant or another accumula
 ``+``/``-`` constant (ADD), ``min``/``max`` (MIN/MAX), ``>>``/``<<`` a constant (SHR), ``*`` a
 constant that fits the ALU's multiplier (MUL), a cast to a narrower integer type (a left and a
 right shift, which wrap as the cast does), and reductions with the same operators. A chain that
-starts from another row than the one written is copied first (reset, then ADD).
+starts from another row than the one written is copied first (reset, then ADD). A stage that
+needs an operation the configuration lacks (MUL without ``alu_mul``) is a CompileError.
 """
 
 from __future__ import annotations
@@ -224,6 +225,7 @@ def _leaf_nest(cfg: AccelConfig, stmt: Stmt, name: str | None) -> Stmt | None:
     if not steps:  # a copy onto itself
         steps.append(ComputeStep(stage, dst=dst, alu_op=AluOp.SHR, imm=0))
     for step in steps:
+        _check_available(cfg, stage, step)
         _check_immediate(cfg, stage, step)
     nests = []
     for step in steps:
@@ -232,6 +234,17 @@ def _leaf_nest(cfg: AccelConfig, stmt: Stmt, name: str | None) -> Stmt | None:
             nest = For(loop.var, loop.extent, loop.kind, nest)
         nests.append(nest)
     return seq(*nests)
+
+
+def _check_available(cfg: AccelConfig, stage: str, step: ComputeStep) -> None:
+    """A CompileError when the configuration lacks the step's ALU operation."""
+    why = None if step.alu_op is None else cfg.missing_alu_op(step.alu_op)
+    if why is not None:
+        raise CompileError(
+            f"the stage needs the ALU's {step.alu_op.name}, but {why}",
+            tensor=stage,
+            op=step.alu_op.name,
+        )
 
 
 def _check_immediate(cfg: AccelConfig, stage: str, step: ComputeStep) -> None:

@@ -1,9 +1,14 @@
-"""The shape of a conformance case, and helpers the cases share.
+"""The shape of a conformance case, the configurations the suite runs, and helpers the cases
+share.
 
-A case is data: a name, the presets it supports, a size class, and ``build(cfg, seed)``, which
-returns a :class:`Built`: the program, the DRAM it starts from, and ``check(dram)``, which compares
-the program's output regions with an independent numpy computation and raises AssertionError
-naming the case and region on a mismatch.
+A case is data: a name, the presets it supports, a size class, whether it uses the ALU's MUL, and
+``build(cfg, seed)``, which returns a :class:`Built`: the program, the DRAM it starts from, and
+``check(dram)``, which compares the program's output regions with an independent numpy
+computation and raises AssertionError naming the case and region on a mismatch.
+
+The suite's configurations (:data:`CONFIGS`) are the presets and *variants* of them that take an
+optional operation away (``tiny_nomul``: tiny without the ALU multiplier). A case runs on a
+variant when it supports the variant's preset and uses nothing the variant lacks.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from isa import Stage as S
 from runtime.kernels import row_kernel
 
 __all__ = [
+    "CONFIGS",
+    "VARIANTS",
     "Built",
     "ConformanceCase",
     "Expectation",
@@ -26,6 +33,7 @@ __all__ = [
     "as_bytes",
     "built",
     "planes_of",
+    "preset_of",
     "random_ints",
     "row_kernel",
     "store_acc_planes",
@@ -51,12 +59,39 @@ class Built:
     outputs: tuple[DramBuffer, ...]
 
 
+#: Variants of presets the suite runs too: name -> (preset, the parameters it changes).
+VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    "tiny_nomul": ("tiny", {"alu_mul": False}),
+}
+#: Every configuration the suite runs, by name: the presets, then the variants.
+CONFIGS: dict[str, AccelConfig] = {
+    **{name: AccelConfig.preset(name) for name in AccelConfig.preset_names()},
+    **{
+        name: AccelConfig.preset(preset).replace(**changes)
+        for name, (preset, changes) in VARIANTS.items()
+    },
+}
+
+
 @dataclass(frozen=True)
 class ConformanceCase:
+    """``presets``: the presets the case supports (and their variants, see :meth:`runs_on`);
+    ``uses_mul``: the case needs the ALU's MUL, so configurations without it refuse it."""
+
     name: str
     build: Callable[[AccelConfig, int], Built]
     presets: tuple[str, ...] = ("default", "tiny")
     size: Size = Size.SMALL
+    uses_mul: bool = False
+
+    def runs_on(self, config: str) -> bool:
+        """Whether the suite runs the case on ``CONFIGS[config]``."""
+        return preset_of(config) in self.presets and (CONFIGS[config].alu_mul or not self.uses_mul)
+
+
+def preset_of(config: str) -> str:
+    """The preset that suite configuration ``config`` is (or is a variant of)."""
+    return VARIANTS[config][0] if config in VARIANTS else config
 
 
 @dataclass(frozen=True)

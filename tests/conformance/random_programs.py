@@ -10,7 +10,8 @@ writing), inserts a token chain from that module. So the program is token-correc
 race-free, yet the modules run concurrently wherever the data allow; every token's push
 precedes its pop in program order, so no command-queue depth can deadlock it.
 
-The same seed gives the same program, for the tiny and the default configuration alike.
+The same seed gives the same program, for the tiny and the default configuration alike. ALU
+operations are drawn from ``cfg.alu_ops``: no MUL for a configuration without a multiplier.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import numpy as np
 
 from isa import (
     AccelConfig,
-    AluOp,
     DramBuffer,
     Kernel,
     Loop,
@@ -256,7 +256,7 @@ class _Generator:
 
     def alu(self) -> None:
         rng, cfg = self.rng, self.cfg
-        op = rng.choice(list(AluOp))
+        op = rng.choice(cfg.alu_ops)  # no MUL where the configuration has no multiplier
         imm = None
         if rng.random() < 0.5:
             bits = cfg.alu_imm_bits

@@ -2,10 +2,11 @@
 
 A runner executes a batch of programs, each against its own DRAM, in place. The RTL levels take
 only ``Size.SMALL`` cases and their whole DRAM must equal the functional simulator's, byte for
-byte: ``amaranth`` is the accelerator in Amaranth's own simulator (tiny only, under a memory with
-random latency and back-pressure); ``verilator`` is the Verilated AXI top level driven by cocotb
-(``runtime``'s ``rtl`` device), on the tiny and default configurations. A ``batched`` runner
-gets all of a preset's cases in one call (the Verilator runner: one simulator process). The
+byte: ``amaranth`` is the accelerator in Amaranth's own simulator (tiny and tiny without the ALU
+multiplier only, under a memory with random latency and back-pressure); ``verilator`` is the
+Verilated AXI top level driven by cocotb (``runtime``'s ``rtl`` device), on the tiny, tiny
+without multiplier and default configurations. A ``batched`` runner gets all of a
+configuration's cases in one call (the Verilator runner: one simulator process). The
 cycle-level simulator takes every case, and its whole DRAM must equal the functional
 simulator's too.
 """
@@ -30,13 +31,14 @@ RTL_CACHE = Path(__file__).resolve().parents[2] / "build" / "rtl"
 
 @dataclass(frozen=True)
 class Runner:
-    """``presets``: the presets the runner takes (None: every preset a case supports);
-    ``whole_dram``: the test compares all of DRAM with the functional simulator's."""
+    """``configs``: the suite configurations (``common.CONFIGS`` names) the runner takes (None:
+    every one a case runs on); ``whole_dram``: the test compares all of DRAM with the functional
+    simulator's."""
 
     name: str
     run: Callable[[Sequence[Job]], None]
     sizes: tuple[Size, ...] = (Size.SMALL, Size.LARGE)
-    presets: tuple[str, ...] | None = None
+    configs: tuple[str, ...] | None = None
     batched: bool = False
     whole_dram: bool = False
 
@@ -70,12 +72,18 @@ def _verilator(jobs: Sequence[Job]) -> None:
 RUNNERS: tuple[Runner, ...] = (
     Runner("functional", _functional),
     Runner("cycle", _cycle, whole_dram=True),
-    Runner("amaranth", _amaranth, sizes=(Size.SMALL,), presets=("tiny",), whole_dram=True),
+    Runner(
+        "amaranth",
+        _amaranth,
+        sizes=(Size.SMALL,),
+        configs=("tiny", "tiny_nomul"),
+        whole_dram=True,
+    ),
     Runner(
         "verilator",
         _verilator,
         sizes=(Size.SMALL,),
-        presets=("tiny", "default"),
+        configs=("tiny", "tiny_nomul", "default"),
         batched=True,
         whole_dram=True,
     ),

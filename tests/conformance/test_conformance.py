@@ -1,7 +1,9 @@
-"""Every conformance case on every runner, for every preset it supports: bit-exact DRAM.
+"""Every conformance case on every runner, for every suite configuration it runs on (the presets
+it supports, and their variants: tiny without the ALU multiplier): bit-exact DRAM. Cases that use
+MUL are refused, with each level's typed error, where there is no multiplier.
 
-A batched runner (one simulator process per call) runs all of a preset's cases in one test,
-which names every case that fails.
+A batched runner (one simulator process per call) runs all of a configuration's cases in one
+test, which names every case that fails.
 """
 
 from __future__ import annotations
@@ -9,35 +11,44 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isa import AccelConfig
+from isa import AccelConfig, AluInsn, AluOp, BuilderError, Program, ProgramError
 from runtime.devices import RtlRunError
-from simulator import FunctionalSimulator
+from simulator import CycleSimulator, FunctionalSimulator, SimulationError
 from tests.conformance.cases import CASES
-from tests.conformance.common import Built, ConformanceCase
+from tests.conformance.common import CONFIGS, Built, ConformanceCase, preset_of
 from tests.conformance.runners import RUNNERS, Runner
 
-
-def _selected(runner: Runner, preset: str) -> list[ConformanceCase]:
-    return [case for case in CASES if case.size in runner.sizes and preset in case.presets]
+_NO_MULTIPLIER = r"alu_opcode=MUL is not available: this configuration has no ALU multiplier"
 
 
-def _presets(runner: Runner) -> list[str]:
-    names = AccelConfig.preset_names()
-    return [p for p in names if runner.presets is None or p in runner.presets]
+def _selected(runner: Runner, config: str) -> list[ConformanceCase]:
+    return [case for case in CASES if case.size in runner.sizes and case.runs_on(config)]
+
+
+def _configs(runner: Runner) -> list[str]:
+    return [name for name in CONFIGS if runner.configs is None or name in runner.configs]
 
 
 _PARAMS = [
-    pytest.param(runner, case, preset, id=f"{runner.name}-{case.name}-{preset}")
+    pytest.param(runner, case, config, id=f"{runner.name}-{case.name}-{config}")
     for runner in RUNNERS
     if not runner.batched
-    for preset in _presets(runner)
-    for case in _selected(runner, preset)
+    for config in _configs(runner)
+    for case in _selected(runner, config)
 ]
 _BATCHES = [
-    pytest.param(runner, preset, id=f"{runner.name}-{preset}")
+    pytest.param(runner, config, id=f"{runner.name}-{config}")
     for runner in RUNNERS
     if runner.batched
-    for preset in _presets(runner)
+    for config in _configs(runner)
+]
+#: Cases that use MUL, and the configurations without a multiplier that refuse them.
+_REFUSED = [
+    pytest.param(case, name, id=f"{case.name}-{name}")
+    for case in CASES
+    if case.uses_mul
+    for name, cfg in CONFIGS.items()
+    if not cfg.alu_mul and preset_of(name) in case.presets
 ]
 
 
@@ -56,18 +67,18 @@ def test_case_names_are_unique():
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize(("runner", "case", "preset"), _PARAMS)
-def test_conformance(runner, case, preset):
-    built = case.build(AccelConfig.preset(preset), 0)
+@pytest.mark.parametrize(("runner", "case", "config"), _PARAMS)
+def test_conformance(runner, case, config):
+    built = case.build(CONFIGS[config], 0)
     dram = built.dram.copy()
     runner.run([(built.program, dram)])
     _check(runner, built, dram)
 
 
-@pytest.mark.parametrize(("runner", "preset"), _BATCHES)
-def test_conformance_batch(runner, preset):
-    cases = _selected(runner, preset)
-    builts = [case.build(AccelConfig.preset(preset), 0) for case in cases]
+@pytest.mark.parametrize(("runner", "config"), _BATCHES)
+def test_conformance_batch(runner, config):
+    cases = _selected(runner, config)
+    builts = [case.build(CONFIGS[config], 0) for case in cases]
     drams = [built.dram.copy() for built in builts]
     failures = {}
     try:
@@ -83,6 +94,36 @@ def test_conformance_batch(runner, preset):
     assert not failures, f"{len(failures)} of {len(cases)} cases fail on {runner.name}:\n" + (
         "\n".join(f"{name}: {reason}" for name, reason in failures.items())
     )
+
+
+def test_tiny_without_mul_runs_every_tiny_case_but_the_mul_ones():
+    tiny = {case.name for case in CASES if case.runs_on("tiny")}
+    nomul = {case.name for case in CASES if case.runs_on("tiny_nomul")}
+    assert nomul <= tiny and tiny - nomul == {"alu_mul_imm", "alu_mul_vec"}
+
+
+@pytest.mark.parametrize(("case", "config"), _REFUSED)
+def test_cases_using_mul_are_refused_without_the_multiplier(case, config):
+    """The builder refuses the case; its program for the variant's preset (which holds a MUL,
+    so ``uses_mul`` is true) is no Program for the variant; both simulators refuse its
+    instructions, naming the MUL. (The RTL runners take Programs only, so they cannot get it.)"""
+    cfg = CONFIGS[config]
+    with pytest.raises(BuilderError, match=_NO_MULTIPLIER):
+        case.build(cfg, 0)
+    program = case.build(CONFIGS[preset_of(config)], 0).program
+    muls = [
+        i
+        for i, insn in enumerate(program.instructions)
+        if isinstance(insn, AluInsn) and insn.alu_opcode is AluOp.MUL
+    ]
+    assert muls, f"{case.name} says it uses MUL but has none"
+    with pytest.raises(ProgramError, match=f"instruction {muls[0]}: .*{_NO_MULTIPLIER}"):
+        Program(cfg, program.instructions, program.uops, program.uop_base, program.segments)
+    for simulator in (FunctionalSimulator, CycleSimulator):
+        dram = np.zeros(program.dram_extent, dtype=np.uint8)
+        with pytest.raises(SimulationError, match=_NO_MULTIPLIER) as info:
+            simulator(cfg).run(program.instructions, dram)
+        assert info.value.index == muls[0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)

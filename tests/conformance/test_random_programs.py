@@ -10,14 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from isa import AccelConfig, Stage
+from isa import AccelConfig, AluInsn, AluOp, Stage
 from simulator import FunctionalSimulator
 from tests.conformance.cases import CASES
-from tests.conformance.common import Size
+from tests.conformance.common import CONFIGS, Size
 from tests.conformance.random_programs import random_program
 from tests.conformance.reference import reference_run
 
-PRESETS = ("tiny", "default")
+#: Suite configurations (``common.CONFIGS`` names) the random programs run on.
+PRESETS = ("tiny", "default", "tiny_nomul")
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -36,12 +37,13 @@ def _reference(program) -> np.ndarray:
 @settings(max_examples=3 * settings.default.max_examples)  # the suite's key differential test
 @given(seed=seeds, preset=st.sampled_from(PRESETS))
 def test_simulator_matches_reference_interpreter(seed, preset):
-    program = random_program(AccelConfig.preset(preset), seed)
+    program = random_program(CONFIGS[preset], seed)
     np.testing.assert_array_equal(_simulate(program), _reference(program))
 
 
 #: Corners of the configuration space the presets leave out: batch > 1, unequal blocks, 16- and
-#: 32-bit data, 64-bit accumulators (products in int64 rather than float64), queues 1 deep.
+#: 32-bit data, 64-bit accumulators (products in int64 rather than float64), queues 1 deep, an
+#: ALU without multiplier.
 UNUSUAL = (
     AccelConfig(
         batch=2,
@@ -76,6 +78,7 @@ UNUSUAL = (
         wgt_buff_size=1024,
         acc_buff_size=1024,
         cmd_queue_depth=1,
+        alu_mul=False,
     ),
 )
 
@@ -90,7 +93,7 @@ def test_simulator_matches_reference_on_unusual_configurations(seed, cfg):
 @settings(max_examples=20)
 @given(seed=seeds, preset=st.sampled_from(PRESETS))
 def test_result_does_not_depend_on_module_order(seed, preset):
-    program = random_program(AccelConfig.preset(preset), seed)
+    program = random_program(CONFIGS[preset], seed)
     first = _simulate(program)
     for order in itertools.permutations(Stage):
         np.testing.assert_array_equal(_simulate(program, module_order=order), first)
@@ -99,9 +102,18 @@ def test_result_does_not_depend_on_module_order(seed, preset):
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_generator_is_deterministic_and_varied(preset):
-    cfg = AccelConfig.preset(preset)
+    cfg = CONFIGS[preset]
     assert random_program(cfg, 7) == random_program(cfg, 7)
     assert len({random_program(cfg, seed).instructions for seed in range(5)}) == 5
+
+
+def test_generator_draws_only_the_alu_operations_of_the_configuration():
+    def alu_ops(cfg: AccelConfig) -> set[AluOp]:
+        programs = [random_program(cfg, seed) for seed in range(20)]
+        return {i.alu_opcode for p in programs for i in p.instructions if isinstance(i, AluInsn)}
+
+    assert alu_ops(CONFIGS["tiny"]) == set(AluOp)
+    assert alu_ops(CONFIGS["tiny_nomul"]) == set(AluOp) - {AluOp.MUL}
 
 
 _SMALL_TINY = [c for c in CASES if c.size is Size.SMALL and "tiny" in c.presets]

@@ -1,6 +1,7 @@
 """Differential testing: random valid programs (``random_program(cfg, seed)``) on the Verilated
 RTL and on the functional simulator must leave bit-identical DRAM, on the tiny and the default
-configurations, under an ideal memory and under random back-pressure on every AXI channel.
+configurations (and tiny without the ALU multiplier), under an ideal memory and under random
+back-pressure on every AXI channel.
 
 Each batch runs in one simulator process. A program that differs (or fails on the RTL) is shrunk
 by dropping instructions and reported with its seed and the disassembly of the reproducer.
@@ -16,14 +17,17 @@ import pytest
 from isa import AccelConfig, Program, disassemble
 from runtime.devices import RtlRunError
 from simulator import FunctionalSimulator
+from tests.conformance.common import CONFIGS
 from tests.conformance.random_programs import random_program
 from tests.conformance.runners import rtl_device
 from tests.conformance.shrink import shrink
 
-#: (preset, memory readiness per cycle, programs per run): the seeds are 0..N-1 of each batch.
+#: (suite configuration, memory readiness per cycle, programs per run): the seeds are 0..N-1 of
+#: each batch.
 BATCHES = (
     ("tiny", 1.0, 80),
     ("tiny", 0.5, 20),
+    ("tiny_nomul", 0.7, 24),
     ("default", 1.0, 50),
     ("default", 0.7, 10),
 )
@@ -59,7 +63,7 @@ def differences(cfg: AccelConfig, programs: Sequence[Program], ready: float) -> 
 
 @pytest.mark.parametrize(("preset", "ready", "count"), BATCHES)
 def test_random_programs_give_the_functional_simulators_bytes(preset, ready, count):
-    cfg = AccelConfig.preset(preset)
+    cfg = CONFIGS[preset]
     programs = [random_program(cfg, seed) for seed in range(count)]
     found = differences(cfg, programs, ready)
     failed = [(seed, problem) for seed, problem in enumerate(found) if problem]
@@ -73,7 +77,7 @@ def test_random_programs_give_the_functional_simulators_bytes(preset, ready, cou
     small = shrink(programs[seed], still_fails)
     pytest.fail(
         f"{len(failed)} of {count} random programs differ on {preset} (memory ready {ready}); "
-        f"seeds {[s for s, _ in failed]}.\nFirst: random_program(AccelConfig.preset({preset!r}), "
+        f"seeds {[s for s, _ in failed]}.\nFirst: random_program(CONFIGS[{preset!r}], "
         f"{seed}): {problem}\nReproducer ({len(small.instructions)} of "
         f"{len(programs[seed].instructions)} instructions):\n{disassemble(small)}"
     )

@@ -173,7 +173,11 @@ UNIT_CASES: tuple[ConformanceCase, ...] = (
     ConformanceCase("acc_8bit_load", _padded_load(MemId.ACC_8BIT, (0, 0, 0, 0))),
     ConformanceCase("acc_8bit_padded_load", _padded_load(MemId.ACC_8BIT, (1, 2, 2, 1))),
     *(
-        ConformanceCase(f"alu_{op.name.lower()}_{'imm' if imm else 'vec'}", _alu(op, imm))
+        ConformanceCase(
+            f"alu_{op.name.lower()}_{'imm' if imm else 'vec'}",
+            _alu(op, imm),
+            uses_mul=op is AluOp.MUL,
+        )
         for op in AluOp
         for imm in (True, False)
     ),

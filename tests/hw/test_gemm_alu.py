@@ -1,12 +1,15 @@
-"""The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6."""
+"""The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6; the ALU
+also without its multiplier (``alu_mul=False``)."""
 
 import numpy as np
+import pytest
+from amaranth.back import rtlil
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw.alu import TensorAlu
 from hw.gemm import GemmCore
-from isa import AluOp
+from isa import AccelConfig, AluOp
 from tests.hw.util import TINY, alu_reference, pack, run, unpack
 
 LANES = TINY.batch * TINY.block_out
@@ -42,21 +45,21 @@ def test_gemm_core_streams_exact_dot_products(seed, count):
 
 EDGES = [-(2**31), -(2**31) + 1, -65, -64, -33, -32, -31, -1, 0, 1, 31, 32, 33, 127, 2**31 - 1]
 LANE = st.one_of(st.sampled_from(EDGES), st.integers(-(2**31), 2**31 - 1))
-VECTORS = st.lists(
-    st.tuples(
-        st.sampled_from(list(AluOp)),
-        st.lists(LANE, min_size=LANES, max_size=LANES),
-        st.lists(LANE, min_size=LANES, max_size=LANES),
-    ),
-    min_size=1,
-    max_size=60,
-)
+LANES_OF = st.lists(LANE, min_size=LANES, max_size=LANES)
+#: The tiny configuration without the ALU multiplier: every other opcode behaves the same.
+NOMUL = TINY.replace(alu_mul=False)
 
 
+def _vectors(cfg: AccelConfig) -> st.SearchStrategy:
+    """(op, a, x) triples over the opcodes ``cfg`` implements."""
+    return st.lists(st.tuples(st.sampled_from(cfg.alu_ops), LANES_OF, LANES_OF), max_size=60)
+
+
+@pytest.mark.parametrize("cfg", [TINY, NOMUL], ids=["tiny", "tiny_nomul"])
 @settings(max_examples=8)
-@given(vectors=VECTORS)
-def test_tensor_alu_matches_the_semantics(vectors):
-    cfg = TINY
+@given(data=st.data())
+def test_tensor_alu_matches_the_semantics(cfg, data):
+    vectors = data.draw(_vectors(cfg).filter(bool))
     dut = TensorAlu(cfg)
 
     async def bench(ctx):
@@ -84,5 +87,26 @@ def test_tensor_alu_shift_range_covers_both_directions():
             ctx.set(dut.x.as_value(), pack([shift] * LANES, cfg.acc_width))
             got = unpack(ctx.get(dut.result.as_value()), cfg.acc_width, LANES)
             assert got == [alu_reference(cfg, AluOp.SHR, v, shift) for v in a], shift
+
+    run(dut, bench, clock=False)
+
+
+def test_without_mul_the_alu_builds_no_multiplier():
+    assert rtlil.convert(TensorAlu(TINY), name="alu").count("cell $mul ") == LANES
+    assert "$mul" not in rtlil.convert(TensorAlu(NOMUL), name="alu")
+
+
+@settings(max_examples=4)
+@given(a=LANES_OF, x=LANES_OF)
+def test_without_mul_a_mul_opcode_passes_its_operand_through(a, x):
+    """No level can produce a MUL word for such a configuration (it does not encode); were one
+    to arrive, the ALU would treat it as any opcode it lacks: ``result = a``."""
+    dut = TensorAlu(NOMUL)
+
+    async def bench(ctx):
+        ctx.set(dut.op, AluOp.MUL)
+        ctx.set(dut.a.as_value(), pack(a, NOMUL.acc_width))
+        ctx.set(dut.x.as_value(), pack(x, NOMUL.acc_width))
+        assert unpack(ctx.get(dut.result.as_value()), NOMUL.acc_width, LANES) == a
 
     run(dut, bench, clock=False)

@@ -1,6 +1,7 @@
 """Random valid programs on the RTL and on the functional simulator: bit-identical DRAM, on the
 tiny preset and on the configurations the presets leave out (batch 2, 16/32-bit data, 64-bit
-accumulators, command queues 1 to 4 deep), under random memory timing."""
+accumulators, command queues 1 to 4 deep, an ALU without multiplier), under random memory
+timing."""
 
 import numpy as np
 from hypothesis import given, settings

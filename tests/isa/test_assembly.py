@@ -71,7 +71,7 @@ BAD_LINES = [
     (".uop dst_idx=1", "missing field\\(s\\) src_idx"),
     (".uop_base", ".uop_base takes one integer"),
     (".config block_in=3", "block_in=3: must be a power of two"),
-    (".config block_in=x", "block_in=x is not a number"),
+    (".config block_in=x", "block_in=x is neither a number nor true/false"),
 ]
 
 

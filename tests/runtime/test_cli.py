@@ -66,6 +66,16 @@ def test_isa_layout(capsys):
     assert status == 0
     assert "| [57:26] | dram_base | 32 | int |" in out
     assert "| [127:112] | imm | 16 | signed int |" in out
+    assert "| alu_opcode | 3 | AluOp |" in out
+
+
+def test_isa_layout_of_a_configuration_without_mul(capsys, tmp_path):
+    path = tmp_path / "nomul.json"
+    AccelConfig.preset("tiny").replace(alu_mul=False).save(path)
+    status, out, _ = run(capsys, "isa", "layout", "--config", str(path))
+    assert status == 0
+    assert "_nomul" in out
+    assert "| alu_opcode | 3 | AluOp (no MUL) |" in out
 
 
 def test_asm_then_disasm_round_trips(capsys, tmp_path):

@@ -10,7 +10,8 @@ Global average pooling sums every pixel of a channel block (ADD per pixel, chann
 innermost so consecutive steps write different rows) and divides by ``H * W`` as
 ``(sum * multiplier) >> shift`` (rounding to nearest with ``round``): the multiplier (at most
 the ALU's 8-bit operand) and shift that approximate ``1 / (H * W)`` best, e.g. ``84 / 4096`` for
-7x7.
+7x7. That needs the ALU's MUL unless ``H * W`` is a power of two (a multiplier of 1): on a
+configuration without ``alu_mul`` the other sizes are a CompileError.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from compiler.ops import nn
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
+from isa import AluOp
 
 __all__ = ["GLOBAL_AVG_POOL", "MAX_POOL", "average_divisor"]
 
@@ -103,8 +105,24 @@ def average_divisor(pixels: int, mul_bits: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
+def _divisor(env: Env, data: Tensor) -> tuple[int, int]:
+    """:func:`average_divisor` of ``data``'s pixels; a CompileError when its multiplier needs
+    the ALU's MUL and the configuration has none (a power-of-two count only shifts)."""
+    h, w = data.shape[2:4]
+    multiplier, shift = average_divisor(h * w, env.cfg.mul_arg_bits)
+    why = env.cfg.missing_alu_op(AluOp.MUL)
+    if multiplier != 1 and why is not None:
+        raise CompileError(
+            f"averaging {h}x{w} pixels multiplies by {multiplier} (then shifts right by "
+            f"{shift}), but {why}",
+            op="global_avg_pool",
+        )
+    return multiplier, shift
+
+
 def _avg_space(data: Tensor, *, env: Env, **_: Any) -> KnobSpace:
     check_activation(env, data, "global_avg_pool")
+    _divisor(env, data)
     return KnobSpace((Knob("unused", (None,)),))
 
 
@@ -119,7 +137,7 @@ def _avg_declare(
             f"the input needs {rows} accumulator rows, the buffer has {env.cfg.acc_buff_depth}",
             op="global_avg_pool",
         )
-    multiplier, shift = average_divisor(h * w, env.cfg.mul_arg_bits)
+    multiplier, shift = _divisor(env, data)
     loaded = te.compute(data.shape, lambda *k: data(*k).astype(env.acc_dtype), name="data_acc")
     ry = te.reduce_axis((0, h), name="ry")
     rx = te.reduce_axis((0, w), name="rx")

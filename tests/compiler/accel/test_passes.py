@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import te
+from compiler import CompileError, te
+from compiler.accel import Env
 from compiler.accel.stmts import ComputeStep, Dma, SramRow, UopKernel
 from compiler.expr import Binary, Const
 from compiler.ir import Allocate, AttrKey, AttrStmt, For, ForKind, Load, Seq, Store
@@ -30,6 +31,7 @@ from tests.compiler.accel.helpers import (
 )
 
 TINY = env_of("tiny")
+NOMUL = Env(TINY.cfg.replace(alu_mul=False))
 
 
 def _pragmas(func, name: str) -> list[AttrStmt]:
@@ -305,6 +307,25 @@ def test_lower_alu_emits_one_step_per_operation(te_fn, np_fn, ops):
         if step.src is not None:
             assert index_form(step.src.index) == {"ax0": 3, "ax1": 1}
     _assert_bit_exact(case)
+
+
+@pytest.mark.parametrize(
+    ("te_fn", "np_fn", "ops"), ALU_EXPRESSIONS.values(), ids=ALU_EXPRESSIONS.keys()
+)
+def test_lower_alu_without_the_alu_multiplier(te_fn, np_fn, ops):
+    """A stage that needs MUL is a CompileError naming it where the configuration has no
+    multiplier; every other stage compiles as with one, bit-exactly."""
+    case = alu_case(NOMUL, te_fn, np_fn, rows=(2, 3))
+    if not any(op is MUL for _, op, *_ in ops):
+        _assert_bit_exact(case)
+        return
+    with pytest.raises(CompileError) as info:
+        case.lower()
+    assert (info.value.tensor, info.value.op) == ("R", "MUL")
+    assert info.value.detail == (
+        "the stage needs the ALU's MUL, but this configuration has no ALU multiplier "
+        "(alu_mul=False)"
+    )
 
 
 def test_lower_alu_works_in_place_without_a_copy():

@@ -1,14 +1,15 @@
 """The accelerator's operator templates, compiled with their default knobs and run on the
 functional simulator (race detection on), bit-exact against independent numpy references:
 every ResNet-18 conv layer of VTA's table, dense, the residual add, max and global average
-pooling, at the default and tiny configurations."""
+pooling, at the default and tiny configurations, and at tiny without the ALU multiplier (which
+every template but a global average pool of other than a power-of-two pixel count runs without)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compiler import build, te
+from compiler import CompileError, build, te
 from compiler.accel import Env
 from compiler.accel.layout import pack_nchw, unpack_nchw
 from compiler.accel.ops import (
@@ -25,6 +26,8 @@ from tests.conformance.compiled_cases import build_compiled_conv2d
 
 DEFAULT = Env(AccelConfig.preset("default"))
 TINY = Env(AccelConfig.preset("tiny"))
+NOMUL = Env(AccelConfig.preset("tiny").replace(alu_mul=False))
+ENVS = pytest.mark.parametrize("env", [DEFAULT, TINY, NOMUL], ids=["default", "tiny", "nomul"])
 
 
 def _ints(rng: np.random.Generator, shape: tuple, low: int = -128, high: int = 128) -> np.ndarray:
@@ -54,7 +57,11 @@ def test_conv_at_tiny(shape):
     run_conv(TINY, *shape, shift=4)
 
 
-@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+def test_conv_without_the_alu_multiplier():
+    run_conv(NOMUL, 8, 8, 8, 3, 1, 1, shift=4)
+
+
+@ENVS
 def test_dense(env):
     rng = np.random.default_rng(1)
     n, ci, co = 3, 6, 4
@@ -81,7 +88,7 @@ def _activation(env: Env, rng, channels: int, size: int, low=-128) -> np.ndarray
     return _ints(rng, (env.BATCH, channels, size, size), low).astype(np.int8)
 
 
-@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+@ENVS
 def test_residual_add(env):
     rng = np.random.default_rng(2)
     channels = 3 * env.BLOCK_OUT
@@ -98,7 +105,7 @@ def test_residual_add(env):
     np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), expected)
 
 
-@pytest.mark.parametrize("env", [DEFAULT, TINY], ids=["default", "tiny"])
+@ENVS
 @pytest.mark.parametrize(("window", "stride", "padding"), [(3, 2, 1), (2, 2, 0)])
 def test_max_pool(env, window, stride, padding):
     rng = np.random.default_rng(3)
@@ -120,7 +127,9 @@ def test_max_pool(env, window, stride, padding):
     np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), np.max(taps, axis=0))
 
 
-@pytest.mark.parametrize(("env", "size"), [(DEFAULT, 7), (TINY, 4)], ids=["default", "tiny"])
+@pytest.mark.parametrize(
+    ("env", "size"), [(DEFAULT, 7), (TINY, 4), (NOMUL, 4)], ids=["default", "tiny", "nomul"]
+)
 def test_global_average_pool(env, size):
     rng = np.random.default_rng(4)
     channels = 4 * env.BLOCK_OUT
@@ -137,6 +146,21 @@ def test_global_average_pool(env, size):
     np.testing.assert_array_equal(unpack_nchw(out, channels, env.BATCH), expected)
     # the approximation of 1/(H*W) is within one unit of the true (floored) mean
     assert np.all(np.abs(expected.astype(np.int64) - total // (size * size)) <= 1)
+
+
+def test_global_average_pool_that_multiplies_needs_the_alu_multiplier():
+    """3x3 pixels divide by 57 / 512: a MUL, which NOMUL lacks; 4x4 only shift (above)."""
+    data = te.placeholder((1, 1, 3, 3, NOMUL.BATCH, NOMUL.BLOCK_OUT), NOMUL.out_dtype, "data")
+    for call in (
+        lambda: GLOBAL_AVG_POOL.space(data, env=NOMUL),
+        lambda: GLOBAL_AVG_POOL(data, env=NOMUL),
+    ):
+        with pytest.raises(CompileError) as info:
+            call()
+        assert info.value.op == "global_avg_pool"
+        assert "averaging 3x3 pixels multiplies by 57" in info.value.detail
+        assert "this configuration has no ALU multiplier (alu_mul=False)" in info.value.detail
+    GLOBAL_AVG_POOL(data, env=TINY)
 
 
 def test_average_divisor_is_the_best_8_bit_approximation():

@@ -155,6 +155,27 @@ def test_a_model_that_cannot_use_the_accelerator_runs_on_the_cpu():
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
+@pytest.mark.parametrize(("size", "gap"), [(6, "cpu"), (8, "accel")], ids=["3x3", "4x4"])
+def test_without_the_alu_multiplier_an_average_that_multiplies_runs_on_the_cpu(size, gap):
+    """Tiny without MUL: the global average of 3x3 pixels (after the pooling) multiplies, so it
+    runs on the CPU with the reason; that of 4x4 pixels only shifts, so it stays on the
+    accelerator. Every other operator stays there too, and the model is bit-exact."""
+    nomul = TINY.replace(alu_mul=False)
+    graph = residual_cnn(4, channels=8, size=size, in_channels=4)
+    model = compile_model(graph, nomul, calibration=samples(graph, 2))
+    placement = model.partition.placement("gap")
+    assert (placement.op, placement.device) == ("QGlobalAvgPool", gap)
+    if gap == "cpu":
+        assert placement.reason == (
+            "averaging 3x3 pixels multiplies by 57 (then shifts right by 9), but this "
+            "configuration has no ALU multiplier (alu_mul=False)"
+        )
+    devices = {p.node: p.device for p in model.partition.placements}
+    assert [devices[n] for n in ("conv1", "pool", "conv2", "add", "fc")] == ["accel"] * 5
+    x = samples(graph, 1, seed=7)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
 def test_a_small_model_on_the_rtl_equals_the_reference():
     graph = residual_cnn(3, channels=8, size=8, pool=False)
     model = compile_model(graph, TINY, calibration=samples(graph, 2))
