@@ -27,9 +27,9 @@ import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
 from _harness import cpu_name, report
 
-from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.ops import CONV2D, RESNET18_LAYERS, ConvLayer
+from compiler.accel.ops import RESNET18_LAYERS, ConvLayer
+from compiler.workloads import compile_conv_layer, conv_layer_space
 from isa import AccelConfig, TimingConfig
 from runtime import open_device
 from runtime.devices import AXI_RAM_TIMING
@@ -64,40 +64,11 @@ class Bench:
         self.ideal = open_device("sim", cfg, timing=AXI_RAM_TIMING, detect_races=False)
         self.ddr = open_device("sim", cfg, timing=DDR_TIMING, detect_races=False)
 
-    def tensors(self, layer: ConvLayer):
-        env = self.env
-        ci = -(-layer.cin // env.BLOCK_IN)
-        co = layer.cout // env.BLOCK_OUT
-        data = te.placeholder(
-            (1, ci, layer.size, layer.size, env.BATCH, env.BLOCK_IN), env.inp_dtype, "data"
-        )
-        kernel = te.placeholder(
-            (co, ci, layer.kernel, layer.kernel, env.BLOCK_OUT, env.BLOCK_IN),
-            env.wgt_dtype,
-            "kernel",
-        )
-        bias = te.placeholder((1, co, 1, 1, env.BATCH, env.BLOCK_OUT), env.acc_dtype, "bias")
-        return data, kernel, bias
-
     def space(self, layer: ConvLayer):
-        data, kernel, bias = self.tensors(layer)
-        return CONV2D.space(
-            data, kernel, bias, env=self.env, stride=layer.stride, padding=layer.padding
-        )
+        return conv_layer_space(layer, self.env)
 
     def compile(self, layer: ConvLayer, config: dict | None):
-        data, kernel, bias = self.tensors(layer)
-        s, res = CONV2D(
-            data,
-            kernel,
-            bias,
-            env=self.env,
-            stride=layer.stride,
-            padding=layer.padding,
-            shift=8,
-            config=config,
-        )
-        return build(s, [data, kernel, bias, res], target=self.env.target, name=layer.name)
+        return compile_conv_layer(layer, self.env, config)
 
     def cycles(self, function, device) -> int:
         arrays = [np.zeros(a.shape, a.dtype) for a in function.arguments]

@@ -5,42 +5,58 @@ and control interfaces, every width derived from an ``isa.AccelConfig``.
 AXI4 master to DRAM, an AXI4-Lite control slave with the register map of ``isa.registers``, an
 interrupt). :func:`simulate` runs an ``isa.Program`` on the accelerator in Amaranth's simulator;
 :func:`write_verilog` exports either top level; :func:`estimate` synthesizes it with yosys and
-counts FPGA resources against a part from :data:`PARTS`.
+counts FPGA resources against a part from :data:`PARTS`; :func:`resource_model` estimates the
+same counts in microseconds from the configuration alone (:mod:`hw.cost`).
+
+The names are imported on first use (PEP 562), so ``import hw.cost`` or ``hw.parts`` does not
+pull in Amaranth: ``runtime`` prices configurations on a machine without it.
 """
 
-from hw.axi import AxiLiteSignature, AxiMaster, AxiSignature
-from hw.axi_top import AxiAccelerator
-from hw.axilite import ControlSlave
-from hw.control import ControlSignature
-from hw.export import AXI_TOP_NAME, TOP_NAME, verilog_text, write_verilog
-from hw.memport import MemPortSignature
-from hw.parts import PARTS, Part
-from hw.resources import EstimateError, ResourceEstimate, estimate, estimate_verilog
-from hw.sim import HwSimulationError, MemoryModel, MemoryTiming, SimResult, simulate
-from hw.top import Accelerator
+from __future__ import annotations
 
-__all__ = [
-    "AXI_TOP_NAME",
-    "PARTS",
-    "TOP_NAME",
-    "Accelerator",
-    "AxiAccelerator",
-    "AxiLiteSignature",
-    "AxiMaster",
-    "AxiSignature",
-    "ControlSignature",
-    "ControlSlave",
-    "EstimateError",
-    "HwSimulationError",
-    "MemPortSignature",
-    "MemoryModel",
-    "MemoryTiming",
-    "Part",
-    "ResourceEstimate",
-    "SimResult",
-    "estimate",
-    "estimate_verilog",
-    "simulate",
-    "verilog_text",
-    "write_verilog",
-]
+import importlib
+from typing import Any
+
+#: Each public name and the module that defines it.
+_SOURCES = {
+    "AXI_TOP_NAME": "hw.export",
+    "PARTS": "hw.parts",
+    "TOP_NAME": "hw.export",
+    "Accelerator": "hw.top",
+    "AxiAccelerator": "hw.axi_top",
+    "AxiLiteSignature": "hw.axi",
+    "AxiMaster": "hw.axi",
+    "AxiSignature": "hw.axi",
+    "ControlSignature": "hw.control",
+    "ControlSlave": "hw.axilite",
+    "EstimateError": "hw.resources",
+    "HwSimulationError": "hw.sim",
+    "MemPortSignature": "hw.memport",
+    "MemoryModel": "hw.sim",
+    "MemoryTiming": "hw.sim",
+    "Part": "hw.parts",
+    "ResourceCounts": "hw.cost",
+    "ResourceEstimate": "hw.resources",
+    "SimResult": "hw.sim",
+    "estimate": "hw.resources",
+    "estimate_verilog": "hw.resources",
+    "resource_model": "hw.cost",
+    "simulate": "hw.sim",
+    "verilog_text": "hw.export",
+    "write_verilog": "hw.export",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hw' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -9,18 +9,26 @@ is half of one). The numbers are pre-placement estimates, not a fitted design.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hw.export import TOP_NAME, verilog_text
 from hw.parts import Part, part
 from isa import AccelConfig, VtaforgeError
 
-__all__ = ["EstimateError", "ResourceEstimate", "estimate", "estimate_verilog"]
+__all__ = [
+    "EstimateError",
+    "ResourceEstimate",
+    "estimate",
+    "estimate_cached",
+    "estimate_verilog",
+]
 
 _FLIP_FLOPS = ("FDRE", "FDSE", "FDCE", "FDPE")
 _DSPS = ("DSP48E1", "DSP48E2")
@@ -79,6 +87,25 @@ class ResourceEstimate:
         """Whether every resource is within the part's capacity."""
         return all(percent <= 100.0 for *_, percent in self.rows())
 
+    def to_dict(self) -> dict[str, Any]:
+        """The estimate as JSON-ready data (the part by name); :meth:`from_dict` reads it."""
+        return {
+            "part": self.part.name,
+            "lut": self.lut,
+            "lut_memory": self.lut_memory,
+            "ff": self.ff,
+            "dsp": self.dsp,
+            "bram36": self.bram36,
+            "seconds": self.seconds,
+            "tool": self.tool,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResourceEstimate:
+        """The estimate :meth:`to_dict` wrote."""
+        fields = ("lut", "lut_memory", "ff", "dsp", "bram36", "seconds", "tool")
+        return cls(part=_part(data["part"]), **{name: data[name] for name in fields})
+
     def table(self) -> str:
         """The estimate as a Markdown table."""
         lines = [
@@ -96,6 +123,29 @@ def estimate(
     """Synthesize ``Accelerator(cfg)`` for ``part_name`` and count its resources."""
     _part(part_name)  # an unknown part fails before the export
     return estimate_verilog(verilog_text(cfg), TOP_NAME, part_name, timeout=timeout)
+
+
+def estimate_cached(
+    cfg: AccelConfig, directory: str | Path, part_name: str = "xc7z020", *, timeout: float = 3600.0
+) -> ResourceEstimate:
+    """:func:`estimate`, cached in ``directory`` as ``<fingerprint>.json`` (``<fingerprint>_<part>
+    .json`` for a part other than the xc7z020) with the configuration it was made for; a file
+    whose configuration differs (or that does not parse) is synthesized again. A parameter the
+    file lacks (one added to ``AccelConfig`` since) takes its default."""
+    suffix = "" if part_name == "xc7z020" else f"_{part_name}"
+    path = Path(directory) / f"{cfg.fingerprint}{suffix}.json"
+    try:
+        record = json.loads(path.read_text())
+        if AccelConfig.from_dict(record["config"]) == cfg:  # parameters added since: defaults
+            return ResourceEstimate.from_dict(record)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    result = estimate(cfg, part_name, timeout=timeout)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps({"config": cfg.to_dict(), **result.to_dict()}, indent=2) + "\n")
+    temporary.replace(path)
+    return result
 
 
 def estimate_verilog(
