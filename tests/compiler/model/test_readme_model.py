@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-from pathlib import Path
-
 from runtime.model import load_model
-
-README = Path(__file__).resolve().parents[3] / "README.md"
+from tests.readme import run_readme_block
 
 
 def test_readme_model_example_runs(tmp_path, monkeypatch):
-    text = README.read_text()
-    section = text[text.index("## Compiling a model") :]
-    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    monkeypatch.chdir(tmp_path)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(README), "exec"), {})  # its assert checks bit-exactness
-    out = printed.getvalue()
+    out = run_readme_block("## Compiling a model", tmp_path, monkeypatch)  # asserts bit-exact
     assert "Partition rules:" in out and "QConv" in out
     assert "accelerator:" in out and "GEMM utilisation" in out
     predicted, label = out.splitlines()[-1].split()
