@@ -45,6 +45,7 @@ from isa import (
 )
 from simulator.errors import SimulationError
 from simulator.events import AluEvent, Event, FinishEvent, GemmEvent, LoadEvent, StoreEvent
+from simulator.exact import exact_matmul
 from simulator.races import Access, RaceDetector, Space
 from simulator.state import DeviceState, alu_apply, signed_dtype, wrap
 
@@ -381,21 +382,22 @@ class Executor:
                 self._alu_batch(insn, steps.dst[batch], None if src is None else src[batch])
 
     def _gemm(self, steps: _GemmSteps) -> None:
+        cfg = self.cfg
         inputs = self.state.inp[steps.src]  # (steps, batch, block_in)
         weights = self.state.wgt[steps.weights]  # (groups, block_out, block_in)
-        b, bo = self.cfg.batch, self.cfg.block_out
+        widths = (cfg.inp_width, cfg.wgt_width)
         if steps.uniform:  # one batched matrix product per weight row
             grouped = inputs.reshape(len(weights), -1, inputs.shape[-1])
-            products = grouped @ weights.transpose(0, 2, 1)
+            products = exact_matmul(grouped, weights.transpose(0, 2, 1), *widths)
         else:
             starts = np.r_[0, np.cumsum(steps.sizes)[:-1]]
             products = np.concatenate(
                 [
-                    inputs[s : s + k].reshape(-1, inputs.shape[-1]) @ w.T
+                    exact_matmul(inputs[s : s + k].reshape(-1, inputs.shape[-1]), w.T, *widths)
                     for s, k, w in zip(starts, steps.sizes, weights, strict=True)
                 ]
             )
-        np.add.at(self.state.acc, steps.dst, products.reshape(-1, b, bo).astype(np.int64))
+        _accumulate(self.state.acc, steps.dst, products.reshape(-1, cfg.batch, cfg.block_out))
 
     def _alu_operand(self, insn: AluInsn, src: np.ndarray | None) -> np.ndarray | int:
         return insn.imm if src is None else self.state.acc[src]
@@ -414,6 +416,18 @@ class Executor:
         _AT_UFUNCS[insn.alu_opcode].at(acc, dst, x)
         rows = np.unique(dst)
         acc[rows] = wrap(acc[rows], self.cfg.acc_width)
+
+
+def _accumulate(acc: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``acc[rows[i]] += values[i]`` for every ``i``, rows repeating (``np.add.at``'s meaning):
+    the values of each row summed first, in one sort and one segmented reduction."""
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    if len(starts) == len(rows):  # no row repeats
+        acc[rows] += values
+        return
+    acc[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
 
 
 class _AluMode(Enum):

@@ -16,22 +16,14 @@ from collections.abc import Callable
 import numpy as np
 
 from runtime.ops.windows import conv_windows
+from simulator.exact import exact_matmul
 
-__all__ = ["INT_KERNELS", "exact_matmul", "pack", "unpack"]
-
-
-def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` of integer matrices as int64, through float64 BLAS where every partial sum is
-    exactly representable (below 2**53), numpy's integer product otherwise."""
-    bound = a.shape[-1] * _magnitude(a) * _magnitude(b)
-    if bound < 2**53:
-        return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
-    return a.astype(np.int64) @ b.astype(np.int64)
+__all__ = ["INT_KERNELS", "pack", "unpack"]
 
 
-def _magnitude(a: np.ndarray) -> int:
-    info = np.iinfo(a.dtype)
-    return max(abs(int(info.min)), int(info.max))
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of integer matrices, exactly, as int64 (through float BLAS where exact)."""
+    return exact_matmul(a, b, np.iinfo(a.dtype).bits, np.iinfo(b.dtype).bits)
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:
@@ -77,7 +69,7 @@ def qconv(
         part = windows[:, g * cg : (g + 1) * cg].transpose(0, 2, 3, 1, 4, 5)
         cols = part.reshape(n * oh * ow, cg * kh * kw)
         weights = w[g * og : (g + 1) * og].reshape(og, cg * kh * kw)
-        product = exact_matmul(cols, weights.T)
+        product = _product(cols, weights.T)
         out[:, g * og : (g + 1) * og] = product.reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
     b = None if bias is None else bias.reshape(1, -1, 1, 1)
     return _requantize(out, b, shift, lo, hi)
@@ -93,7 +85,7 @@ def qdense(
     hi: int = 127,
 ) -> np.ndarray:
     """``clip((x @ w.T + bias) >> shift, lo, hi)`` as int8 (x ``[N, K]``, w ``[M, K]``)."""
-    return _requantize(exact_matmul(x, w.T), bias, shift, lo, hi)
+    return _requantize(_product(x, w.T), bias, shift, lo, hi)
 
 
 def qadd(
