@@ -52,6 +52,7 @@ __all__ = [
     "MEASURES",
     "PARAMETERS",
     "Grid",
+    "SweepError",
     "Workload",
     "grid",
     "measure",
@@ -350,16 +351,22 @@ def sweep(
     return pandas.DataFrame(rows)
 
 
+class SweepError(VtaforgeError, ValueError):
+    """A sweep cannot start: what it was given is not configurations and workloads."""
+
+
 def _check(configs: list[AccelConfig], workloads: list[Workload]) -> None:
+    if not configs or not workloads:
+        raise SweepError("a sweep needs at least one configuration and one workload")
     for cfg in configs:
         if not isinstance(cfg, AccelConfig):
-            raise TypeError(f"configs must be isa.AccelConfig objects, not {type(cfg).__name__}")
+            raise SweepError(f"configs must be isa.AccelConfig objects, not {type(cfg).__name__}")
     keys = set()
     for workload in workloads:
         if not isinstance(workload, Workload):
-            raise TypeError(f"{workload!r} is not a workload (a key and a build(cfg) method)")
+            raise SweepError(f"{workload!r} is not a workload (a key and a build(cfg) method)")
         if workload.key in keys:
-            raise ValueError(f"two workloads have the key {workload.key!r}")
+            raise SweepError(f"two workloads have the key {workload.key!r}")
         keys.add(workload.key)
 
 

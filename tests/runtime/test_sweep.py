@@ -18,7 +18,7 @@ from hw.cost import resource_model
 from isa import AccelConfig, ConfigError, Program
 from runtime import open_device
 from runtime.kernels import ConvShape, conv2d_program
-from runtime.sweep import MEASURES, PARAMETERS, grid, measure, sweep
+from runtime.sweep import MEASURES, PARAMETERS, SweepError, grid, measure, sweep
 
 TINY = AccelConfig.preset("tiny")
 TINY_BUS128 = TINY.replace(axi_width=128)
@@ -187,12 +187,14 @@ def test_measure_reports_a_model_free_program_like_the_sweep():
 
 
 def test_sweep_rejects_what_is_not_a_workload_and_duplicate_keys():
-    with pytest.raises(TypeError, match="not a workload"):
+    with pytest.raises(SweepError, match="not a workload"):
         sweep([TINY], [object()], cache=None, progress=False)
-    with pytest.raises(ValueError, match="two workloads have the key 'a'"):
+    with pytest.raises(SweepError, match="two workloads have the key 'a'"):
         sweep([TINY], [HandConv("a", SMALL), HandConv("a", OTHER)], cache=None, progress=False)
-    with pytest.raises(TypeError, match="AccelConfig"):
+    with pytest.raises(SweepError, match="AccelConfig"):
         sweep(["tiny"], [HandConv("a", SMALL)], cache=None, progress=False)
+    with pytest.raises(SweepError, match="at least one configuration and one workload"):
+        sweep([], [HandConv("a", SMALL)], cache=None, progress=False)
 
 
 def test_importing_the_sweep_needs_neither_pandas_nor_amaranth():
