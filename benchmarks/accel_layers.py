@@ -28,7 +28,7 @@ import numpy as np
 from _harness import cpu_name, report
 
 from compiler.accel import Env
-from compiler.accel.ops import RESNET18_LAYERS, ConvLayer
+from compiler.accel.ops import RESNET18_LAYERS, VTA_RESNET18_CYCLES, ConvLayer
 from compiler.workloads import compile_conv_layer, conv_layer_space
 from isa import AccelConfig, TimingConfig
 from runtime import open_device
@@ -36,7 +36,6 @@ from runtime.devices import AXI_RAM_TIMING
 from runtime.kernels import RESNET18_C2, conv2d_program
 
 DDR_TIMING = TimingConfig(read_latency=20, write_response_latency=20)
-VTA_TSIM_RESNET18 = 7_729_601
 
 
 COLUMNS = [
@@ -228,7 +227,7 @@ def main() -> None:
         cpu=cpu_name(),
         config=cfg.fingerprint,
         ddr_timing=str(DDR_TIMING),
-        vta_tsim_resnet18=VTA_TSIM_RESNET18,
+        vta_tsim_resnet18=VTA_RESNET18_CYCLES,
     )
     print(f"CPU (compile times): {cpu_name()}")
     print(
@@ -237,7 +236,7 @@ def main() -> None:
     )
     print(
         f"ResNet-18 as in the network (C2..C12): {totals['network']:,} cycles vs VTA tsim "
-        f"{VTA_TSIM_RESNET18:,} ({totals['network'] / VTA_TSIM_RESNET18:.3f}x); GEMM work "
+        f"{VTA_RESNET18_CYCLES:,} ({totals['network'] / VTA_RESNET18_CYCLES:.3f}x); GEMM work "
         f"{network_steps:,}"
     )
     print(f"C2 compiled {c2[3]:,} vs hand-built {hand:,} cycles ({c2[3] / hand:.3f}x)")

@@ -12,17 +12,15 @@ Run: ``python benchmarks/compile_time.py``.
 
 from __future__ import annotations
 
-import io
 import time
-import warnings
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
 import onnxruntime as ort
-import torch
 from _harness import cpu_name, report
 
 from compiler.model import STAGES, compile_model
+from compiler.zoo import onnx_bytes
 from compiler.zoo.digits import DigitsCNN
 from compiler.zoo.mobilenet import inverted_residual
 from compiler.zoo.resnet import resnet18
@@ -34,21 +32,6 @@ MODELS = {
     "inverted_residual": (lambda: inverted_residual(seed=0), (1, 16, 16, 16)),
 }
 CALIBRATION = 2
-
-
-def _onnx(module: torch.nn.Module, shape: tuple[int, ...]) -> bytes:
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module,
-            (torch.zeros(shape),),
-            buffer,
-            input_names=["x"],
-            dynamo=False,
-            training=torch.onnx.TrainingMode.PRESERVE,
-        )
-    return buffer.getvalue()
 
 
 def _ort_session_seconds(model: bytes) -> float:
@@ -66,13 +49,13 @@ def main() -> None:
         module = make()
         rng = np.random.default_rng(1)
         samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(CALIBRATION)]
-        onnx_bytes = _onnx(module, shape)
-        for source, model in (("torch", module), ("onnx", onnx_bytes)):
+        exported = onnx_bytes(module, np.zeros(shape, np.float32), input_names=["x"])
+        for source, model in (("torch", module), ("onnx", exported)):
             feeds = samples if source == "torch" else [{"x": s} for s in samples]
             started = time.perf_counter()
             compiled = compile_model(model, cfg, calibration=feeds)
             total = time.perf_counter() - started
-            peer = _ort_session_seconds(onnx_bytes)
+            peer = _ort_session_seconds(exported)
             stages = [compiled.stage_seconds[s] for s in STAGES]
             accel = compiled.partition.count("accel")
             rows.append([name, source, accel, *stages, total, peer, total / peer])

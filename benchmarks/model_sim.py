@@ -14,9 +14,7 @@ Run: ``python benchmarks/model_sim.py``.
 
 from __future__ import annotations
 
-import io
 import time
-import warnings
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
@@ -24,11 +22,12 @@ import onnxruntime as ort
 import torch
 from _harness import cpu_name, report
 
+from compiler.accel.ops import VTA_RESNET18_CYCLES
 from compiler.model import compile_model
+from compiler.zoo import onnx_bytes
 from compiler.zoo.resnet import resnet18
 from isa import AccelConfig
 
-VTA_RESNET18_CYCLES = 7_729_601
 SHAPE = (1, 3, 224, 224)
 
 
@@ -39,11 +38,8 @@ def _timed(fn):
 
 
 def _onnxruntime_seconds(module: torch.nn.Module, x: np.ndarray) -> float:
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (torch.from_numpy(x),), buffer, input_names=["x"], dynamo=False)
-    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    model = onnx_bytes(module, x, input_names=["x"])
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     session.run(None, {"x": x})  # warm up
     return _timed(lambda: session.run(None, {"x": x}))[1]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.accel.env import Env
+from runtime.ops.int_ops import pack, unpack
 
 __all__ = ["pack_bias", "pack_nchw", "pack_oihw", "unpack_nchw"]
 
@@ -25,19 +26,19 @@ def _padded(array: np.ndarray, axis: int, block: int) -> np.ndarray:
 
 
 def pack_nchw(x: np.ndarray, env: Env, block: int | None = None) -> np.ndarray:
-    """``x`` (N, C, H, W) as ``(N/B, C/block, H, W, B, block)`` (``block``: BLOCK_IN)."""
+    """``x`` (N, C, H, W) as ``(N/B, C/block, H, W, B, block)`` (``block``: BLOCK_IN), the
+    batch padded with zero images and the channels with zero planes (the model runtime's
+    ``Pack`` after padding the batch)."""
     block = env.BLOCK_IN if block is None else block
-    x = _padded(_padded(x, 0, env.BATCH), 1, block)
-    n, c, h, w = x.shape
-    packed = x.reshape(n // env.BATCH, env.BATCH, c // block, block, h, w)
-    return np.ascontiguousarray(packed.transpose(0, 2, 4, 5, 1, 3))
+    x = _padded(x, 0, env.BATCH)
+    return pack(x, batch=env.BATCH, block=block, channels=x.shape[1])
 
 
 def unpack_nchw(packed: np.ndarray, channels: int | None = None, batch: int | None = None):
     """The NCHW array of a packed activation (the first ``channels`` / ``batch`` kept)."""
-    nb, cb, h, w, b, c = packed.shape
-    x = packed.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * c, h, w)
-    return x[: batch if batch is not None else nb * b, : channels if channels else cb * c]
+    nb, cb, _, _, b, c = packed.shape
+    x = unpack(packed, batch=b, block=c, channels=channels or cb * c)
+    return x[: batch if batch is not None else nb * b]
 
 
 def pack_oihw(weights: np.ndarray, env: Env) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -302,7 +303,7 @@ class Graph:
                 return node
         raise GraphError(f"graph {self.name!r} has no node {name!r}")
 
-    @property
+    @cached_property
     def _producers(self) -> dict[str, Node]:
         return {out: node for node in self.nodes for out in node.outputs}
 

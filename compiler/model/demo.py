@@ -21,14 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.accel.ops import VTA_RESNET18_CYCLES
 from compiler.model.compile import compile_model
 from isa import AccelConfig
 
-__all__ = ["VTA_RESNET18_CYCLES", "main", "resnet18_demo"]
+__all__ = ["main", "resnet18_demo"]
 
-#: VTA's published tsim cycles for ResNet-18's convolutions C2-C12 on its default
-#: configuration (its first convolution, pooling, residual adds and dense layer run on the CPU).
-VTA_RESNET18_CYCLES = 7_729_601
 _CALIBRATION = 4
 
 

@@ -14,13 +14,15 @@ from compiler.ops._util import pad_nchw, vector_choices
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
+from runtime.ops.windows import window_count
 
 __all__ = ["CONV2D_NCHW", "CONV2D_NCHWC", "out_size"]
 
 
 def out_size(size: int, kernel: int, stride: int, padding: int) -> int:
-    """Output extent of a convolution or pooling window along one axis."""
-    return (size + 2 * padding - kernel) // stride + 1
+    """Output extent of a convolution or pooling window along one axis (``padding`` on both
+    sides)."""
+    return window_count(size, kernel, stride, (padding, padding))
 
 
 def _check(data: Tensor, kernel: Tensor, ndim: int, stride: int, padding: int) -> None:

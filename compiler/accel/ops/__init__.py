@@ -1,7 +1,13 @@
 """Operator templates for the accelerator: each declares a computation in the packed layouts
 and schedules it from a knob configuration whose defaults fit the configuration's buffers."""
 
-from compiler.accel.ops.conv2d import CONV2D, RESNET18_LAYERS, ConvGeometry, ConvLayer
+from compiler.accel.ops.conv2d import (
+    CONV2D,
+    RESNET18_LAYERS,
+    VTA_RESNET18_CYCLES,
+    ConvGeometry,
+    ConvLayer,
+)
 from compiler.accel.ops.dense import DENSE
 from compiler.accel.ops.eltwise import ADD
 from compiler.accel.ops.pool import GLOBAL_AVG_POOL, MAX_POOL, average_divisor
@@ -13,6 +19,7 @@ __all__ = [
     "GLOBAL_AVG_POOL",
     "MAX_POOL",
     "RESNET18_LAYERS",
+    "VTA_RESNET18_CYCLES",
     "ConvGeometry",
     "ConvLayer",
     "average_divisor",

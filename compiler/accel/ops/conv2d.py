@@ -32,13 +32,13 @@ from compiler.accel.ops._common import (
     schedule_epilogue,
 )
 from compiler.errors import CompileError
-from compiler.ops import nn
+from compiler.ops import nn, out_size
 from compiler.ops.knobs import Config, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 from isa import MemId
 
-__all__ = ["CONV2D", "RESNET18_LAYERS", "ConvGeometry", "ConvLayer"]
+__all__ = ["CONV2D", "RESNET18_LAYERS", "VTA_RESNET18_CYCLES", "ConvGeometry", "ConvLayer"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class ConvLayer:
 
     @property
     def out_size(self) -> int:
-        return (self.size + 2 * self.padding - self.kernel) // self.stride + 1
+        return out_size(self.size, self.kernel, self.stride, self.padding)
 
 
 #: VTA's ResNet-18 table (the TVM paper's C1..C12); C3 is not a layer of ResNet-18 itself.
@@ -76,6 +76,11 @@ RESNET18_LAYERS = (
     ConvLayer("C12", 7, 512, 512, 3, 1, 1, 3),
 )
 
+#: VTA's published tsim cycles for ResNet-18 on its default configuration: C2..C12 as they
+#: occur in the network (VTA ran C1, the pooling, the residual adds and the dense layer on the
+#: CPU).
+VTA_RESNET18_CYCLES = 7_729_601
+
 
 @dataclass(frozen=True)
 class ConvGeometry:
@@ -93,11 +98,11 @@ class ConvGeometry:
 
     @property
     def out_h(self) -> int:
-        return (self.height + 2 * self.padding - self.kh) // self.stride + 1
+        return out_size(self.height, self.kh, self.stride, self.padding)
 
     @property
     def out_w(self) -> int:
-        return (self.width + 2 * self.padding - self.kw) // self.stride + 1
+        return out_size(self.width, self.kw, self.stride, self.padding)
 
     def input_rows(self, config: Config) -> int:
         """INP rows of one thread's input tile for one reduction step."""

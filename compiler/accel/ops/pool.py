@@ -23,7 +23,7 @@ from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops._tiles import check_activation, check_tiles, tile_space, tiled_schedule
 from compiler.errors import CompileError
-from compiler.ops import nn
+from compiler.ops import nn, out_size
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
@@ -32,13 +32,9 @@ from isa import AluOp
 __all__ = ["GLOBAL_AVG_POOL", "MAX_POOL", "average_divisor"]
 
 
-def _out(size: int, window: int, stride: int, padding: int) -> int:
-    return (size + 2 * padding - window) // stride + 1
-
-
 def _pool_shape(data: Tensor, window: int, stride: int, padding: int) -> tuple[int, ...]:
     n, c, h, w, b, i = data.shape
-    oh, ow = _out(h, window, stride, padding), _out(w, window, stride, padding)
+    oh, ow = out_size(h, window, stride, padding), out_size(w, window, stride, padding)
     if oh < 1 or ow < 1 or window < 1 or stride < 1 or padding < 0:
         raise CompileError(f"window {window}, stride {stride}, padding {padding}", op="max_pool")
     return (n, c, oh, ow, b, i)

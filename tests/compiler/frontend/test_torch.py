@@ -9,8 +9,6 @@ matrix products and normalisations are ordered differently), ``1e-3`` for whole 
 
 from __future__ import annotations
 
-import io
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -23,6 +21,7 @@ from compiler.errors import GraphError, UnsupportedOperator
 from compiler.frontend import from_onnx, from_torch
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import ClipAttrs, ConvAttrs, GemmAttrs, Graph, Op, PadAttrs
+from compiler.zoo import onnx_bytes
 from compiler.zoo.digits import train_digits_cnn
 from compiler.zoo.mobilenet import depthwise_separable, inverted_residual
 from compiler.zoo.resnet import resnet18
@@ -332,22 +331,9 @@ def test_resnet18_matches_torch():
 
 
 # ----------------------------------------------------------------------------- same as ONNX
-def _onnx_bytes(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> bytes:
-    """``module`` exported by torch.onnx's TorchScript exporter with batch norm kept (the
-    dynamo exporter folds it into the convolutions and spells the head with ReduceMean and
-    computed shapes)."""
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module, inputs, buffer, dynamo=False, training=torch.onnx.TrainingMode.PRESERVE
-        )
-    return buffer.getvalue()
-
-
 def _assert_same_as_onnx(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
     module.eval()
-    assert_same_graph(from_torch(module, inputs), from_onnx(_onnx_bytes(module, inputs)))
+    assert_same_graph(from_torch(module, inputs), from_onnx(onnx_bytes(module, *inputs)))
 
 
 #: Cases whose ONNX export from_onnx does not give the same graph of, and why.

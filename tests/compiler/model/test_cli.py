@@ -5,14 +5,13 @@ and plots; errors as one line."""
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from compiler.frontend import from_onnx
 from compiler.model import compile_model
+from compiler.zoo import onnx_bytes
 from compiler.zoo.digits import load_digits_split, train_digits_cnn
 from runtime.cli import main
 
@@ -23,10 +22,7 @@ def digits(tmp_path_factory):
     folder = tmp_path_factory.mktemp("digits")
     module, x_test, _ = train_digits_cnn(seed=0)
     onnx_path = folder / "digits.onnx"
-    example = torch.from_numpy(x_test[:1])
-    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notice
-        warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(module, (example,), onnx_path, input_names=["x"], dynamo=False)
+    onnx_path.write_bytes(onnx_bytes(module, x_test[:1], input_names=["x"]))
     calibration = load_digits_split(seed=0).x_train[:16, None]  # (samples, 1, 1, 8, 8)
     np.savez(folder / "calib.npz", x=calibration)
     np.save(folder / "x.npy", x_test[:1])
