@@ -5,15 +5,21 @@ the accumulator window, races) before anything is written, so a failing instruct
 nothing.
 
 GEMM and ALU instructions run all their steps as numpy arrays. GEMM steps only read the
-accumulator rows they add to, so their products are computed in one batch (grouped by weight
-row) and summed into the accumulator exactly; wrapping once at the end equals wrapping every
-step, modulo ``2**acc_width``. ALU steps may read rows that earlier steps of the same
-instruction write: without such reads a step batch is simultaneous; when only the destinations
-repeat, ``ufunc.at`` applies the steps in order; otherwise the steps run as ordered batches that
-never read what the batch writes. Very long instructions run in chunks of steps, in order, so
-memory stays bounded. The checks and the index work of a GEMM or ALU instruction (its steps'
-rows, their grouping) depend only on the instruction and its micro-ops, so a run does them once
-for each such pair and reuses them when the pair executes again (short instructions only).
+accumulator rows they add to, so the order of their products does not matter: they are summed
+into the accumulator exactly, and wrapping once at the end equals wrapping every step, modulo
+``2**acc_width``. When every accumulator row receives as many products and rows fall into
+classes that multiply the same weight rows (a convolution's output pixels), each class is one
+long-reduction matrix product (im2col: a row's input rows side by side times the class's
+weight rows stacked); otherwise the products are grouped by weight row.
+
+ALU steps may read rows that earlier steps of the same instruction write: without such reads a
+step batch is simultaneous; when only the destinations repeat, ``ufunc.at`` applies the steps
+in order; otherwise the steps run as ordered batches that never read what the batch writes.
+
+Very long instructions run in chunks of steps, in order, so memory stays bounded. The checks and
+the index work of a GEMM or ALU instruction (its steps' rows, their grouping) depend only on the
+instruction and its micro-ops, so a run does them once for each such pair and reuses them when
+the pair executes again (short instructions only).
 """
 
 from __future__ import annotations
@@ -346,7 +352,7 @@ class Executor:
 
     def _prepare(
         self, insn: GemmInsn | AluInsn, steps: dict[Operand, np.ndarray]
-    ) -> _Reset | _GemmSteps | _AluSteps:
+    ) -> _Reset | _Im2col | _GemmSteps | _AluSteps:
         """How a run of ``insn``'s steps (row indices by operand) executes: the index work,
         which depends on the rows only."""
         dst = steps[Operand.DST]
@@ -367,9 +373,13 @@ class Executor:
             return _AluSteps(dst, src, _AluMode.AT)
         return _AluSteps(dst, src, _AluMode.ORDERED, tuple(_independent_batches(dst, src)))
 
-    def _run_steps(self, insn: GemmInsn | AluInsn, steps: _Reset | _GemmSteps | _AluSteps) -> None:
+    def _run_steps(
+        self, insn: GemmInsn | AluInsn, steps: _Reset | _Im2col | _GemmSteps | _AluSteps
+    ) -> None:
         if isinstance(steps, _Reset):
             self.state.acc[steps.dst] = 0
+        elif isinstance(steps, _Im2col):
+            self._im2col(steps)
         elif isinstance(steps, _GemmSteps):
             self._gemm(steps)
         elif steps.mode is _AluMode.BATCH:
@@ -398,6 +408,19 @@ class Executor:
                 ]
             )
         _accumulate(self.state.acc, steps.dst, products.reshape(-1, cfg.batch, cfg.block_out))
+
+    def _im2col(self, steps: _Im2col) -> None:
+        cfg = self.cfg
+        classes, rows, terms = steps.src.shape
+        # ``take`` along the first axis: several times faster than fancy indexing here
+        inputs = self.state.inp.take(steps.src.reshape(-1), axis=0)
+        inputs = inputs.reshape(classes, rows, terms, cfg.batch, cfg.block_in)
+        inputs = inputs.transpose(0, 1, 3, 2, 4).reshape(classes, rows * cfg.batch, -1)
+        weights = self.state.wgt.take(steps.weights.reshape(-1), axis=0)
+        weights = weights.reshape(classes, terms, cfg.block_out, cfg.block_in)
+        weights = weights.transpose(0, 1, 3, 2).reshape(classes, -1, cfg.block_out)
+        products = exact_matmul(inputs, weights, cfg.inp_width, cfg.wgt_width)
+        self.state.acc[steps.dst.reshape(-1)] += products.reshape(-1, cfg.batch, cfg.block_out)
 
     def _alu_operand(self, insn: AluInsn, src: np.ndarray | None) -> np.ndarray | int:
         return insn.imm if src is None else self.state.acc[src]
@@ -458,6 +481,17 @@ class _GemmSteps:
 
 
 @dataclass(frozen=True)
+class _Im2col:
+    """Multiplying GEMM steps as ``classes`` long-reduction products: accumulator row
+    ``dst[c, r]`` receives the sum over ``t`` of input row ``src[c, r, t]`` times weight row
+    ``weights[c, t]``. No accumulator row repeats."""
+
+    dst: np.ndarray  # (classes, rows)
+    src: np.ndarray  # (classes, rows, terms)
+    weights: np.ndarray  # (classes, terms)
+
+
+@dataclass(frozen=True)
 class _AluSteps:
     """ALU steps (destination and source rows; no source: the immediate) and how they run."""
 
@@ -473,7 +507,7 @@ class _LoopPlan:
     each operand reaches, and the accumulator rows it writes. ``reusable``: the runs are a list
     (a short instruction), kept for the next execution with the same micro-ops."""
 
-    chunks: Iterable[_Reset | _GemmSteps | _AluSteps]
+    chunks: Iterable[_Reset | _Im2col | _GemmSteps | _AluSteps]
     touched: dict[Operand, np.ndarray]
     rows: np.ndarray
     reusable: bool
@@ -486,7 +520,40 @@ def _first_reached(rows: np.ndarray) -> np.ndarray:
     return rows[np.sort(first)]
 
 
-def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:
+def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | _GemmSteps:
+    return _im2col_steps(dst, src, wgt) or _weight_groups(dst, src, wgt)
+
+
+def _im2col_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | None:
+    """The steps as equal classes of accumulator rows that multiply the same weight rows (in
+    some order), or None when the rows receive unequal numbers of products or fall into classes
+    of unequal sizes."""
+    order = np.argsort(dst, kind="stable")
+    ordered = dst[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    if len(dst) % len(starts) or np.any(np.diff(starts) != len(dst) // len(starts)):
+        return None
+    rows = ordered[starts]
+    weights = wgt[order].reshape(len(rows), -1)
+    sources = src[order].reshape(len(rows), -1)
+    canonical = np.argsort(weights, axis=1, kind="stable")  # the same weights in one order
+    weights = np.ascontiguousarray(np.take_along_axis(weights, canonical, axis=1))
+    sources = np.take_along_axis(sources, canonical, axis=1)
+    # rows as opaque byte strings: one 1-D unique, far faster than ``np.unique(axis=0)``
+    keys = weights.view(np.dtype((np.void, weights.itemsize * weights.shape[1]))).reshape(-1)
+    _, first, of_class, sizes = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
+    if np.any(sizes != sizes[0]):
+        return None
+    by_class = np.argsort(of_class, kind="stable")
+    shape = (len(sizes), int(sizes[0]))
+    return _Im2col(
+        rows[by_class].reshape(shape), sources[by_class].reshape(*shape, -1), weights[first]
+    )
+
+
+def _weight_groups(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:
     order = np.argsort(wgt, kind="stable")
     sorted_wgt = wgt[order]
     starts = np.flatnonzero(np.r_[True, sorted_wgt[1:] != sorted_wgt[:-1]])

@@ -2,7 +2,7 @@
 
 Every buffer is a numpy array with one entry per SRAM row (SEMANTICS section 1). Accumulator and
 output values are held as int64 already wrapped to their width; input and weight rows are held
-in the dtype the GEMM multiplies in (see :func:`dot_dtype`). Micro-ops are held decoded.
+in the dtype the GEMM multiplies in (see :func:`operand_dtype`). Micro-ops are held decoded.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import numpy as np
 
 from isa import AccelConfig, AluOp
 
-__all__ = ["DeviceState", "alu_apply", "dot_dtype", "signed_dtype", "wrap"]
+__all__ = ["DeviceState", "alu_apply", "operand_dtype", "signed_dtype", "wrap"]
 
 _INT64_BITS = 64
-#: float64 represents every integer of magnitude up to 2**53 exactly.
-_FLOAT64_EXACT_BITS = 53
+#: float32 and float64 represent every integer of magnitude up to 2**24 and 2**53 exactly.
+_FLOAT32_EXACT_BITS, _FLOAT64_EXACT_BITS = 24, 53
 
 
 def signed_dtype(width: int) -> np.dtype:
@@ -32,16 +32,15 @@ def wrap(values: np.ndarray, width: int) -> np.ndarray:
     return (values << shift) >> shift if shift else values
 
 
-def dot_dtype(cfg: AccelConfig) -> np.dtype:
-    """The dtype GEMM products are computed in.
-
-    float64 (BLAS) when it is exact: a dot product of ``block_in`` terms is bounded by
-    ``block_in * 2**(inp_width - 1) * 2**(wgt_width - 1)``, and so is every partial sum, in
-    whatever order BLAS adds; otherwise int64, which is exact modulo 2**64 and therefore modulo
-    2**acc_width.
-    """
-    bound_bits = cfg.inp_width + cfg.wgt_width - 2 + (cfg.block_in.bit_length() - 1)
-    return np.dtype(np.float64 if bound_bits <= _FLOAT64_EXACT_BITS else np.int64)
+def operand_dtype(cfg: AccelConfig) -> np.dtype:
+    """The dtype input and weight rows are held in: the narrowest that holds every value of
+    their widths exactly, float32 (24-bit significand) or float64 (53) so that the GEMM's
+    products go through float BLAS without a conversion (``simulator.exact`` decides per
+    product where float32 products are exact), else int64."""
+    bits = max(cfg.inp_width, cfg.wgt_width)
+    if bits <= _FLOAT32_EXACT_BITS:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64 if bits <= _FLOAT64_EXACT_BITS else np.int64)
 
 
 def alu_apply(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: np.ndarray | int) -> np.ndarray:
@@ -80,7 +79,7 @@ class DeviceState:
     @classmethod
     def zeros(cls, cfg: AccelConfig) -> DeviceState:
         """The state when a device is opened: every buffer zero."""
-        dot = dot_dtype(cfg)
+        dot = operand_dtype(cfg)
         b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
         return cls(
             uop=np.zeros((cfg.uop_buff_depth, 3), dtype=np.int64),
