@@ -135,9 +135,8 @@ class Executor:
             self.races.access(clock, index, accesses)
 
     # ------------------------------------------------------------------ DRAM
-    def _dram_rows(self, index: int, insn: MemInsn, elem_bytes: int) -> tuple[int, np.ndarray]:
-        """(first byte, byte address of every transferred byte) of a 2-D transfer, after
-        checking that it lies inside DRAM."""
+    def _dram_start(self, index: int, insn: MemInsn, elem_bytes: int) -> int:
+        """The first byte of a 2-D transfer, after checking that it lies inside DRAM."""
         start = insn.dram_base * elem_bytes
         row_bytes = insn.x_size * elem_bytes
         end = start + (insn.y_size - 1) * insn.x_stride * elem_bytes + row_bytes
@@ -147,14 +146,21 @@ class Executor:
                 f"DRAM bytes {start:#x}..{end - 1:#x} are accessed, but DRAM has "
                 f"{len(self.dram):#x} bytes",
             )
-        rows = start + np.arange(insn.y_size, dtype=np.int64) * (insn.x_stride * elem_bytes)
-        return start, (rows[:, None] + np.arange(row_bytes, dtype=np.int64)).reshape(-1)
+        return start
+
+    def _dram_access(self, insn: MemInsn, start: int, elem_bytes: int, write: bool) -> Access:
+        """The race detector's view of a 2-D transfer's DRAM side (races on only)."""
+        assert self.races is not None
+        granules = self.races.dram_granules(
+            start, insn.y_size, insn.x_size * elem_bytes, insn.x_stride * elem_bytes
+        )
+        return Access(Space.DRAM, write, granules)
 
     def _dram_view(
         self, insn: MemInsn, start: int, elem_bytes: int, *, writeable: bool = False
     ) -> np.ndarray:
         """The transfer's bytes as a (y_size, x_size * elem_bytes) view of DRAM (checked
-        against DRAM's size by :meth:`_dram_rows` first)."""
+        against DRAM's size by :meth:`_dram_start` first)."""
         return np.lib.stride_tricks.as_strided(
             self.dram[start:],
             shape=(insn.y_size, insn.x_size * elem_bytes),
@@ -175,13 +181,14 @@ class Executor:
                 f"writes {mem.name} rows {insn.sram_base}..{end - 1}, but the buffer has "
                 f"{depth} rows",
             )
-        start, byte_addresses = self._dram_rows(index, insn, elem_bytes)
+        start = self._dram_start(index, insn, elem_bytes)
         rows = self._decode(index, mem, self._dram_view(insn, start, elem_bytes), insn)
-        accesses = [Access(Space.DRAM, False, byte_addresses)]
-        if mem in _SRAM_SPACE:
-            sram_rows = np.arange(insn.sram_base, end, dtype=np.int64)
-            accesses.append(Access(_SRAM_SPACE[mem], True, sram_rows))
-        self._check_races(index, clock, accesses)
+        if self.races is not None:
+            accesses = [self._dram_access(insn, start, elem_bytes, write=False)]
+            if mem in _SRAM_SPACE:
+                sram_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+                accesses.append(Access(_SRAM_SPACE[mem], True, sram_rows))
+            self.races.access(clock, index, accesses)
         target = self._sram(mem)
         width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         block = np.zeros((event.sram_rows // width, width, *target.shape[1:]), target.dtype)
@@ -238,13 +245,11 @@ class Executor:
                 f"reads OUT rows {insn.sram_base}..{end - 1}, but the buffer has "
                 f"{self.cfg.out_buff_depth} rows",
             )
-        start, byte_addresses = self._dram_rows(index, insn, elem_bytes)
-        out_rows = np.arange(insn.sram_base, end, dtype=np.int64)
-        self._check_races(
-            index,
-            clock,
-            [Access(Space.OUT, False, out_rows), Access(Space.DRAM, True, byte_addresses)],
-        )
+        start = self._dram_start(index, insn, elem_bytes)
+        if self.races is not None:
+            out_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+            dram = self._dram_access(insn, start, elem_bytes, write=True)
+            self.races.access(clock, index, [Access(Space.OUT, False, out_rows), dram])
         values = self.state.out[insn.sram_base : end].astype(signed_dtype(self.cfg.out_width))
         data = values.view(np.uint8).reshape(insn.y_size, insn.x_size * elem_bytes)
         if insn.x_stride >= insn.x_size:  # rows do not overlap: one strided copy

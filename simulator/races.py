@@ -49,7 +49,8 @@ class Space(Enum):
 
 @dataclass(frozen=True)
 class Access:
-    """An instruction reads or writes ``positions`` (rows, or every byte address) of ``space``."""
+    """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or DRAM granules
+    (:meth:`RaceDetector.dram_granules`)."""
 
     space: Space
     write: bool
@@ -134,9 +135,16 @@ class RaceDetector:
             Space.WGT: _Shadow(cfg.wgt_buff_depth),
             Space.OUT: _Shadow(cfg.out_buff_depth),
         }
-        self._granule = math.gcd(*(cfg.elem_bytes(mem) for mem in MemId))
+        self.granule = math.gcd(*(cfg.elem_bytes(mem) for mem in MemId))
         self._dram = _Shadow(0)
         self._page_slot: dict[int, int] = {}
+
+    def dram_granules(self, start: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+        """The DRAM granules a 2-D transfer touches: ``rows`` rows of ``row_bytes`` bytes,
+        ``stride`` bytes apart, from byte ``start`` (all multiples of :attr:`granule`)."""
+        g = self.granule
+        firsts = start // g + np.arange(rows, dtype=np.int64) * (stride // g)
+        return (firsts[:, None] + np.arange(row_bytes // g, dtype=np.int64)).reshape(-1)
 
     def access(self, clock: np.ndarray, index: int, accesses: Sequence[Access]) -> None:
         """Instruction ``index``, whose module's vector clock is ``clock``, makes ``accesses``:
@@ -157,10 +165,10 @@ class RaceDetector:
         return self._dram if space is Space.DRAM else self._sram[space]
 
     def _positions(self, access: Access) -> np.ndarray:
-        """Table positions: SRAM rows as they are; DRAM bytes as granules, through pages."""
+        """Table positions: SRAM rows as they are; DRAM granules through pages."""
         if access.space is not Space.DRAM:
             return access.positions
-        granules = access.positions[:: self._granule] // self._granule
+        granules = access.positions
         if not granules.size:
             return granules
         # every row starts after the one before and is as long: the ends are the extremes
@@ -183,8 +191,8 @@ class RaceDetector:
         module, seq = int(found.module[first]), int(found.seqs[first])
         same = found.mask & (found.module == module) & (found.seqs == seq)
         if access.space is Space.DRAM:
-            granules = access.positions[:: self._granule][same]
-            rows = (granules[:, None] + np.arange(self._granule)).reshape(-1)
+            granules = access.positions[same] * self.granule
+            rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
         else:
             rows = access.positions[same]
         other = self._program_index[module][seq - 1]
