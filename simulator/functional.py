@@ -45,6 +45,7 @@ from isa import (
 )
 from simulator.errors import Blocked, DeadlockError, SimulationError, describe
 from simulator.events import Counters, Event, RunResult
+from simulator.exact import one_blas_thread
 from simulator.execute import Executor
 from simulator.races import RaceDetector
 from simulator.state import DeviceState
@@ -107,7 +108,8 @@ class FunctionalSimulator:
         else:
             instructions = tuple(self._record(i, insn) for i, insn in enumerate(program))
         self._validate(instructions)
-        return _Run(self, instructions, dram).execute()
+        with one_blas_thread():
+            return _Run(self, instructions, dram).execute()
 
     def _record(self, index: int, insn: Instruction | int) -> Instruction:
         if isinstance(insn, int) and not isinstance(insn, bool):

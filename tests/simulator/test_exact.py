@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from threadpoolctl import threadpool_info
 
-from simulator.exact import exact_dtype, exact_matmul
+from simulator.exact import exact_dtype, exact_matmul, one_blas_thread
 
 
 def test_the_cheapest_exact_format_is_chosen_at_its_edge():
@@ -42,3 +43,14 @@ def test_random_products_equal_numpys_integer_product(k, bits, seed):
     a = rng.integers(low, high, (3, k))
     b = rng.integers(low, high, (k, 4))
     np.testing.assert_array_equal(exact_matmul(a, b, bits, bits), a @ b)
+
+
+def test_one_blas_thread_limits_numpys_blas_and_restores_it():
+    def blas_threads() -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is not visible to threadpoolctl"
+    with one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
