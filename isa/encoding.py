@@ -73,6 +73,17 @@ def encode(insn: Instruction, cfg: AccelConfig) -> int:
 
     Raises EncodingError naming the instruction and field when a value does not fit.
     """
+    fmt = instruction_set(cfg).for_record(insn)
+    try:
+        return _encode_cached(insn, cfg)
+    except TypeError:  # a field holds an unhashable value: encoding it names the field
+        return _encode_record(insn, fmt)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _encode_cached(insn: Instruction, cfg: AccelConfig) -> int:
+    """:func:`encode`, remembered: a run validates and writes every instruction, and sweeps and
+    tests run the same programs again (a record and a configuration are immutable)."""
     return _encode_record(insn, instruction_set(cfg).for_record(insn))
 
 
