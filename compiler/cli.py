@@ -12,6 +12,7 @@ import numpy as np
 from compiler.errors import GraphError
 from compiler.graph.ir import Graph
 from runtime.cli import Command, progress_bar
+from runtime.cli_common import check_output_file
 
 __all__ = ["COMPILE"]
 
@@ -70,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     from compiler.frontend import from_onnx
     from compiler.model import STAGES, compile_model
 
+    check_output_file(args.output, "-o")
     graph = from_onnx(args.model)
     samples = _samples(graph, args.calibrate)
     with progress_bar(len(STAGES), "stage") as advance:

@@ -40,11 +40,12 @@ from isa.errors import (
     ProgramError,
     ProgramFormatError,
     VtaforgeError,
+    did_you_mean,
 )
 from isa.fields import Field, Format, InstructionSet, instruction_set
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
-from isa.program import DramSegment, Program, check_config
+from isa.program import DramRegion, DramSegment, Program, check_config
 from isa.registers import (
     CONTROL_ADDR_BITS,
     MAGIC,
@@ -95,6 +96,7 @@ __all__ = [
     "ConfigMismatchError",
     "Control",
     "DramBuffer",
+    "DramRegion",
     "DramSegment",
     "EncodingError",
     "ErrorFlag",
@@ -128,6 +130,7 @@ __all__ = [
     "config_id",
     "decode",
     "decode_uop",
+    "did_you_mean",
     "disassemble",
     "encode",
     "encode_uop",

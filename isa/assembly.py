@@ -1,21 +1,8 @@
 """Text assembly: one line per instruction, every field named; exact round trips.
 
-The syntax, line by line (``;`` or ``#`` starts a comment)::
-
-    .config inp_width=8 wgt_width=8 ... alu_mul=True      all primary parameters (optional
-                                                            when the caller supplies a config)
-    .uop_base 4096                  DRAM address of the micro-op table, in micro-ops
-    .uop dst_idx=0 src_idx=0 wgt_idx=0
-    .segment weights 0x10000        a DRAM segment at a byte address; its bytes follow in
-    .data 00ff7f80...               hex lines
-    LOAD memory_type=INP sram_base=0 dram_base=256 y_size=1 x_size=4 x_stride=4 ...
-    GEMM reset_reg=0 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1 ...
-    ALU alu_opcode=SHR use_imm=1 imm=-3 ...
-    FINISH
-
-Field names and order come from the field tables (:mod:`isa.fields`), the dependency flags last.
-Enum fields take their names, flags 0 or 1, integers any Python integer literal. Fields with a
-natural zero (flags, pads, loop factors, the immediate) may be left out.
+:data:`SYNTAX` is the syntax reference (``vtaforge asm --help`` prints it). :func:`disassemble`
+writes every part of a program (configuration, micro-ops, segments with their bytes, regions,
+instructions), so its text assembles back into an equal program.
 """
 
 from __future__ import annotations
@@ -30,9 +17,44 @@ from isa.errors import AssemblyError, ConfigError, EncodingError, ProgramError
 from isa.fields import Field, Format, InstructionSet, instruction_set
 from isa.instructions import Instruction, MemInsn, Uop
 from isa.opcodes import Opcode
-from isa.program import DramSegment, Program, check_dram_region
+from isa.program import DramRegion, DramSegment, Program, check_dram_region
 
-__all__ = ["assemble", "disassemble", "format_insn", "format_uop"]
+__all__ = ["SYNTAX", "assemble", "disassemble", "format_insn", "format_uop"]
+
+#: The assembly syntax, line by line.
+SYNTAX = """\
+One line per directive or instruction; ';' or '#' starts a comment.
+
+  .config inp_width=8 wgt_width=8 ... alu_mul=True
+  .config tiny
+        the configuration: primary parameters (the rest keep their defaults) or a preset's
+        name; optional when --config gives it (`vtaforge disasm` writes every parameter)
+  .uop_base 4096
+        DRAM address of the micro-op table, counted in 4-byte micro-ops (default 0)
+  .uop dst_idx=0 src_idx=0 wgt_idx=0
+        one micro-op of the table, in order
+  .segment weights 0x1000
+  .data 00ff7f80...
+        a DRAM segment at a byte address and its initial bytes, as hex on the .data lines
+        that follow (any number of them)
+  .region out 0x1100 64
+        a DRAM region (name, byte address, size in bytes) the program reads or writes
+        without initial data: outputs and scratch. Segments, regions and the micro-op table
+        are the program's whole DRAM footprint: `vtaforge sim` sizes DRAM from them and
+        --input/--output name them.
+  LOAD memory_type=INP sram_base=0 dram_base=256 y_size=1 x_size=4 x_stride=4 ...
+  STORE memory_type=OUT ...
+  GEMM reset_reg=0 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1 ...
+  ALU alu_opcode=SHR use_imm=1 imm=-3 ...
+  FINISH
+        an instruction: its mnemonic, then name=value for each field (`vtaforge isa layout`
+        lists them). Enum fields take their names (memory_type=INP, alu_opcode=MAX), flags
+        0 or 1, integers any Python integer literal (12, 0x1f, -3). Fields with a natural
+        zero (flags, pads, loop factors, the immediate) may be left out. dram_base counts
+        elements of the memory type (a LOAD INP's dram_base=256 is byte 256 * its element
+        size); the dependency flags pop_prev_dep, pop_next_dep, push_prev_dep, push_next_dep
+        order the load, compute and store modules (isa/SEMANTICS.md).
+"""
 
 _DATA_BYTES_PER_LINE = 32
 _FLAG_NAMES = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
@@ -94,6 +116,7 @@ def disassemble(program: Program, *, listing: bool = False) -> str:
         data = segment.data
         for start in range(0, len(data), _DATA_BYTES_PER_LINE):
             lines.append(f".data {data[start : start + _DATA_BYTES_PER_LINE].hex()}")
+    lines += [f".region {r.name} {r.address:#x} {r.size}" for r in program.regions]
     for index, insn in enumerate(program.instructions):
         line = format_insn(insn)
         if listing:
@@ -165,6 +188,11 @@ def _parse_record(
 
 
 def _parse_config(tokens: list[str], line: int) -> AccelConfig:
+    if len(tokens) == 1 and "=" not in tokens[0]:  # a preset's name
+        try:
+            return AccelConfig.preset(tokens[0])
+        except ConfigError as err:
+            raise AssemblyError(line, f".config: {err}") from None
     values = _parse_assignments(tokens, line, ".config")
     params: dict[str, object] = {}
     for name, text in values.items():
@@ -198,6 +226,7 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
     uops: list[tuple[Uop, int]] = []
     insns: list[tuple[Instruction, int]] = []
     segments: list[tuple[str, int, bytearray, int]] = []
+    regions: list[tuple[str, int, int, int]] = []
     isa = _tables()  # names and kinds; the widths of the chosen config are checked below
     for number, raw in enumerate(text.splitlines(), start=1):
         code = raw.split(";", 1)[0].split("#", 1)[0].strip()
@@ -220,6 +249,13 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
                 raise AssemblyError(number, ".segment takes a name and a byte address")
             address = _parse_int(tokens[1], ".segment address", number)
             segments.append((tokens[0], address, bytearray(), number))
+        elif keyword == ".region":
+            if len(tokens) != 3:
+                raise AssemblyError(number, ".region takes a name, a byte address and a size")
+            address = _parse_int(tokens[1], ".region address", number)
+            regions.append(
+                (tokens[0], address, _parse_int(tokens[2], ".region size", number), number)
+            )
         elif keyword == ".data":
             if not segments:
                 raise AssemblyError(number, ".data before any .segment")
@@ -241,11 +277,29 @@ def assemble(text: str, config: AccelConfig | None = None) -> Program:
         except EncodingError as err:
             raise AssemblyError(number, f".uop: {err.detail}") from None
     dram_segments = _place(cfg, segments, uop_base, uop_base_line, len(uops))
+    dram_regions = [_region(cfg, *spec) for spec in regions]
     try:
-        return Program(cfg, [i for i, _ in insns], [u for u, _ in uops], uop_base, dram_segments)
+        return Program(
+            cfg,
+            [i for i, _ in insns],
+            [u for u, _ in uops],
+            uop_base,
+            dram_segments,
+            dram_regions,
+        )
     except ProgramError as err:
-        last = segments[-1][3] if segments else 1
+        last = max((spec[-1] for spec in (*segments, *regions)), default=1)
         raise AssemblyError(last, str(err)) from None
+
+
+def _region(cfg: AccelConfig, name: str, address: int, size: int, number: int) -> DramRegion:
+    """A ``.region`` line's region, inside ``cfg``'s DRAM address space."""
+    try:
+        region = DramRegion(name, address, size)
+        check_dram_region(cfg, region.address, region.end, f"region {name}")
+    except ProgramError as err:
+        raise AssemblyError(number, f".region: {err}") from None
+    return region
 
 
 def _place(

@@ -3,8 +3,10 @@
 It has the duties VTA's C++ runtime had (vta-facts 3.3-3.4):
 
 - **DRAM buffers**, allocated in order and aligned to their element size (``dram_base`` counts
-  elements); every buffer becomes a :class:`~isa.program.DramSegment` (zeros when no data is
-  given), so a program says how much DRAM it needs (:attr:`Program.dram_extent`).
+  elements); every allocated buffer becomes a :class:`~isa.program.DramSegment` (zeros when no
+  data is given) and every :meth:`~ProgramBuilder.extern` one a
+  :class:`~isa.program.DramRegion`, so a program carries its whole DRAM footprint
+  (:attr:`Program.dram_extent`).
 - **2-D loads and stores** with zero padding, checked against the buffer and the SRAM depth.
 - **Micro-op kernels**: a :class:`Kernel` is data (micro-ops plus up to two :class:`Loop`
   levels). Kernels are placed in the micro-op buffer as a ring; a kernel already resident (same
@@ -32,7 +34,7 @@ from isa.encoding import UOP_BYTES, encode, encode_uop
 from isa.errors import BuilderError, EncodingError, ProgramError
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop, stage_of
 from isa.opcodes import AluOp, MemId, Opcode, Stage
-from isa.program import DramSegment, Program, check_dram_region
+from isa.program import DramRegion, DramSegment, Program, check_dram_region
 from isa.steps import Operand, max_index, operand_buffers, window_violation
 from isa.tokens import Token, popped_tokens, pushed_tokens, token_between
 
@@ -155,8 +157,8 @@ class ProgramBuilder:
 
     def extern(self, name: str, memory_type: MemId, elems: int, address: int) -> DramBuffer:
         """A DRAM buffer that the caller owns at byte ``address`` (aligned to the element size):
-        the program reads or writes it but carries no segment for it (a compiled model's
-        tensors live in one DRAM image that its programs share)."""
+        the program reads or writes it but carries no data for it, only a region naming its
+        bytes (a compiled model's tensors live in one DRAM image that its programs share)."""
         memory_type, elem_bytes = self._new_buffer(name, memory_type, elems)
         if isinstance(address, bool) or not isinstance(address, int) or address < 0:
             raise BuilderError(f"buffer {name}: address {address!r} must be an integer >= 0")
@@ -554,7 +556,12 @@ class ProgramBuilder:
             for b in self._buffers
             if b.name in self._data
         ]
-        return Program(self.cfg, self._insns, self._table, uop_base, segments)
+        regions = [
+            DramRegion(b.name, b.address, b.nbytes)
+            for b in self._buffers
+            if b.name not in self._data
+        ]
+        return Program(self.cfg, self._insns, self._table, uop_base, segments, regions)
 
     def _check_open(self) -> None:
         if self._finished:

@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from isa.errors import ConfigError
+from isa.errors import ConfigError, did_you_mean
 from isa.opcodes import AluOp, MemId
 
 __all__ = [
@@ -86,6 +86,12 @@ _VTA_FALLBACK_TARGET = "pynq"
 _VTA_IGNORED_KEYS = frozenset({"TARGET", "HW_VER", "HW_CLK_TARGET", "ACC_DEP_DISTANCE"})
 
 
+#: Field metadata of a parameter that changes neither the ISA (instruction and micro-op layouts,
+#: operations, SRAM shapes) nor the memory map (element sizes, the DRAM address space): a program
+#: built under one value runs unchanged under another (:meth:`AccelConfig.isa_parameters`).
+_NOT_ISA = {"isa": False}
+
+
 def _is_pow2(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
@@ -117,10 +123,10 @@ class AccelConfig:
     wgt_buff_size: int = 256 * 1024
     acc_buff_size: int = 128 * 1024
     # Platform.
-    axi_width: int = 64
-    clock_mhz: float = 100.0
+    axi_width: int = dataclasses.field(default=64, metadata=_NOT_ISA)
+    clock_mhz: float = dataclasses.field(default=100.0, metadata=_NOT_ISA)
     # Depth of each module's command queue between fetch and the module (VTA: 512).
-    cmd_queue_depth: int = 512
+    cmd_queue_depth: int = dataclasses.field(default=512, metadata=_NOT_ISA)
     # Instruction fields whose widths do not follow from the buffers (VTA hw_spec_const.h).
     sram_addr_bits: int = 16
     dram_addr_bits: int = 32
@@ -221,6 +227,13 @@ class AccelConfig:
         from isa.fields import instruction_set  # local: fields derives from this class
 
         instruction_set(self)
+
+    @classmethod
+    def isa_parameters(cls) -> tuple[str, ...]:
+        """The primary parameters that change the ISA or the memory map: every one but those
+        declared otherwise above (the bus width, the clock, the command-queue depth). Two
+        configurations equal on these run the same programs (:func:`isa.check_config`)."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("isa", True))
 
     def replace(self, **changes: Any) -> AccelConfig:
         """Return a validated copy with ``changes`` applied (unknown names raise ConfigError)."""
@@ -427,7 +440,10 @@ class AccelConfig:
             params = _PRESETS[name]
         except KeyError:
             raise ConfigError(
-                "preset", name, f"unknown preset; choose one of {', '.join(_PRESETS)}"
+                "preset",
+                name,
+                f"unknown preset{did_you_mean(name, _PRESETS)}; choose one of "
+                f"{', '.join(_PRESETS)}",
             ) from None
         return cls(**params)
 
@@ -503,7 +519,8 @@ class AccelConfig:
         raise ConfigError(
             "config",
             str(spec),
-            f"neither a preset ({', '.join(_PRESETS)}) nor an existing file",
+            f"neither a preset ({', '.join(_PRESETS)}) nor an existing file"
+            f"{did_you_mean(str(spec), _PRESETS)}",
         )
 
     @classmethod
@@ -537,7 +554,11 @@ class AccelConfig:
                 raise ConfigError(key, data[key], "not a key of VTA's vta_config.json")
         block_in = 1 << log_value("LOG_BLOCK" if "LOG_BLOCK" in data else "LOG_BLOCK_IN")
         block_out = 1 << log_value("LOG_BLOCK" if "LOG_BLOCK" in data else "LOG_BLOCK_OUT")
-        target = str(data.get("TARGET", _VTA_FALLBACK_TARGET))
+        target = data.get("TARGET", _VTA_FALLBACK_TARGET)
+        if not isinstance(target, str):
+            raise ConfigError(
+                "TARGET", target, f"must be a string naming the target ({', '.join(_VTA_TARGETS)})"
+            )
         axi_width, clock = _VTA_TARGETS.get(target, _VTA_TARGETS[_VTA_FALLBACK_TARGET])
         if "HW_FREQ" in data:
             clock = data["HW_FREQ"]

@@ -8,6 +8,9 @@ index or line number.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "AssemblyError",
     "BuilderError",
@@ -17,7 +20,15 @@ __all__ = [
     "ProgramError",
     "ProgramFormatError",
     "VtaforgeError",
+    "did_you_mean",
 ]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` naming the choice closest to a misspelt ``word``, or ``""``
+    when none is close: the tail of a message about an unknown name."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class VtaforgeError(Exception):

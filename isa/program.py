@@ -1,18 +1,22 @@
 """``Program``: an accelerator program as an artefact, and its binary file format.
 
 A program holds its configuration, its instructions, its micro-op table (placed in DRAM at
-``uop_base``, counted in micro-op elements as a LOAD UOP's ``dram_base`` is) and optional DRAM
-segments (initial data: weights, inputs, biases) at byte addresses. It can be saved, loaded,
-disassembled (:mod:`isa.assembly`) and run on any device of the same configuration.
+``uop_base``, counted in micro-op elements as a LOAD UOP's ``dram_base`` is), optional DRAM
+segments (initial data: weights, inputs, biases) at byte addresses, and optional DRAM regions
+(named bytes it reads or writes without initial data: outputs, scratch, tensors its caller
+places). Segments, regions and the micro-op table together are its whole DRAM footprint
+(:attr:`Program.dram_extent`), so any device can size DRAM from the program alone. It can be
+saved, loaded, disassembled (:mod:`isa.assembly`) and run on any device whose configuration has
+the same ISA and memory map (:func:`check_config`).
 
 Binary format, little-endian::
 
     offset 0   8s   magic b"VTAFORGE"
-           8   u16  format version (1)
+           8   u16  format version (2; version 1, which had no regions, is read too)
           10   u16  reserved, 0
           12   u32  header length H
           16   H    header: UTF-8 JSON {fingerprint, config, instructions, uops, uop_base,
-                    segments: [{name, address, size}]}
+                    segments: [{name, address, size}], regions: [{name, address, size}]}
                16 bytes per instruction, 4 bytes per micro-op, then each segment's bytes
                u32  CRC-32 of everything before it
 """
@@ -43,6 +47,8 @@ from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn
 __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
+    "READABLE_VERSIONS",
+    "DramRegion",
     "DramSegment",
     "Program",
     "check_config",
@@ -50,7 +56,9 @@ __all__ = [
 ]
 
 MAGIC = b"VTAFORGE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions :meth:`Program.from_bytes` reads: 1 (no regions) and the current one.
+READABLE_VERSIONS = (1, FORMAT_VERSION)
 _PREAMBLE = struct.Struct("<8sHHI")
 _CRC = struct.Struct("<I")
 _INSN_TYPES = (MemInsn, GemmInsn, AluInsn, FinishInsn)
@@ -65,10 +73,7 @@ class DramSegment:
     data: bytes
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or any(c.isspace() for c in self.name):
-            raise ProgramError(f"segment name {self.name!r} must be a non-empty word")
-        if isinstance(self.address, bool) or not isinstance(self.address, int) or self.address < 0:
-            raise ProgramError(f"segment {self.name}: address {self.address!r} must be >= 0")
+        _check_name_and_address("segment", self.name, self.address)
         object.__setattr__(self, "data", bytes(self.data))
 
     @property
@@ -76,14 +81,50 @@ class DramSegment:
         """First byte address after the segment."""
         return self.address + len(self.data)
 
+    @property
+    def region(self) -> DramRegion:
+        """The bytes the segment occupies, as a region."""
+        return DramRegion(self.name, self.address, len(self.data))
+
+
+@dataclass(frozen=True)
+class DramRegion:
+    """``size`` bytes at byte ``address`` that a program reads or writes without giving them
+    initial data: an output, scratch, or a tensor its caller places. Regions may overlap each
+    other and the segments (one tensor seen under two names)."""
+
+    name: str
+    address: int
+    size: int
+
+    def __post_init__(self) -> None:
+        _check_name_and_address("region", self.name, self.address)
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
+            raise ProgramError(f"region {self.name}: size {self.size!r} must be an integer >= 0")
+
+    @property
+    def end(self) -> int:
+        """First byte address after the region."""
+        return self.address + self.size
+
+
+def _check_name_and_address(what: str, name: object, address: object) -> None:
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ProgramError(f"{what} name {name!r} must be a non-empty word")
+    if isinstance(address, bool) or not isinstance(address, int) or address < 0:
+        raise ProgramError(f"{what} {name}: address {address!r} must be an integer >= 0")
+
 
 @dataclass(frozen=True)
 class Program:
-    """Instructions, micro-op table and initial DRAM segments for one configuration.
+    """Instructions, micro-op table, initial DRAM segments and further DRAM regions for one
+    configuration.
 
-    Construction checks the parts' types, the DRAM regions, and that every instruction is one the
-    configuration has (no MUL without ``alu_mul``); whether field values fit their widths is
-    checked when the program is encoded.
+    Construction checks the parts' types, the DRAM placement (everything inside the address
+    space; segments and the micro-op table disjoint, regions clear of the micro-op table; names
+    unique among segments and regions),
+    and that every instruction is one the configuration has (no MUL without ``alu_mul``);
+    whether field values fit their widths is checked when the program is encoded.
     """
 
     config: AccelConfig
@@ -91,6 +132,7 @@ class Program:
     uops: tuple[Uop, ...] = ()
     uop_base: int = 0
     segments: tuple[DramSegment, ...] = field(default=())
+    regions: tuple[DramRegion, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not isinstance(self.config, AccelConfig):
@@ -98,6 +140,7 @@ class Program:
         object.__setattr__(self, "instructions", tuple(self.instructions))
         object.__setattr__(self, "uops", tuple(self.uops))
         object.__setattr__(self, "segments", tuple(self.segments))
+        object.__setattr__(self, "regions", tuple(self.regions))
         formats = instruction_set(self.config)
         for index, insn in enumerate(self.instructions):
             if not isinstance(insn, _INSN_TYPES):
@@ -111,6 +154,13 @@ class Program:
         for index, uop in enumerate(self.uops):
             if not isinstance(uop, Uop):
                 raise ProgramError(f"micro-op {index} is a {type(uop).__name__}, not a Uop")
+        for kind, parts in (("segment", self.segments), ("region", self.regions)):
+            record = DramSegment if kind == "segment" else DramRegion
+            for index, part in enumerate(parts):
+                if not isinstance(part, record):
+                    raise ProgramError(
+                        f"{kind} {index} is a {type(part).__name__}, not a {record.__name__}"
+                    )
         if (
             isinstance(self.uop_base, bool)
             or not isinstance(self.uop_base, int)
@@ -120,8 +170,11 @@ class Program:
         self._check_regions()
 
     def _check_regions(self) -> None:
-        """Every region lies inside the configuration's DRAM address space (``2**dram_addr_bits``
-        bytes), no two overlap, and segment names are unique."""
+        """Every segment and region lies inside the configuration's DRAM address space
+        (``2**dram_addr_bits`` bytes), no two segments (or the micro-op table) overlap, no
+        region overlaps the micro-op table, and names are unique among segments and regions."""
+        for region in self.regions:
+            check_dram_region(self.config, region.address, region.end, f"region {region.name}")
         regions = [(s.address, s.end, f"segment {s.name}") for s in self.segments]
         for start, end, what in regions:
             check_dram_region(self.config, start, end, what)
@@ -134,10 +187,17 @@ class Program:
         )
         if self.uops:
             regions.append((*self.uop_region, "micro-op table"))
-        names = [s.name for s in self.segments]
+            start, end = self.uop_region
+            for region in self.regions:
+                if region.address < end and start < region.end:
+                    raise ProgramError(
+                        f"region {region.name} overlaps the micro-op table at bytes "
+                        f"[{start:#x}, {end:#x})"
+                    )
+        names = [s.name for s in (*self.segments, *self.regions)]
         for name in names:
             if names.count(name) > 1:
-                raise ProgramError(f"segment name {name} is used twice")
+                raise ProgramError(f"segment or region name {name} is used twice")
         regions.sort()
         for (_, end_a, what_a), (start_b, _, what_b) in itertools.pairwise(regions):
             if start_b < end_a:
@@ -155,11 +215,17 @@ class Program:
 
     @property
     def dram_extent(self) -> int:
-        """Bytes of DRAM the micro-op table and segments need (0 when there are none)."""
-        ends = [s.end for s in self.segments]
+        """Bytes of DRAM the program needs: up to the end of its micro-op table, segments and
+        regions (0 when it has none)."""
+        ends = [s.end for s in (*self.segments, *self.regions)]
         if self.uops:
             ends.append(self.uop_region[1])
         return max(ends, default=0)
+
+    def named_regions(self) -> dict[str, DramRegion]:
+        """Every segment and region by name, as regions (where ``--input``/``--output`` of
+        ``vtaforge sim`` find them)."""
+        return {r.name: r for r in (*(s.region for s in self.segments), *self.regions)}
 
     def instruction_bytes(self) -> bytes:
         """The encoded instruction stream (what the fetch module reads)."""
@@ -194,6 +260,9 @@ class Program:
                 "segments": [
                     {"name": s.name, "address": s.address, "size": len(s.data)}
                     for s in self.segments
+                ],
+                "regions": [
+                    {"name": r.name, "address": r.address, "size": r.size} for r in self.regions
                 ],
             },
             sort_keys=True,
@@ -241,11 +310,17 @@ def check_dram_region(cfg: AccelConfig, start: int, end: int, what: str) -> None
 
 
 def check_config(program_config: AccelConfig, expected: AccelConfig) -> None:
-    """Raise ConfigMismatchError naming every parameter where ``program_config`` differs."""
+    """Raise ConfigMismatchError naming every parameter where ``program_config`` differs from
+    ``expected`` in the ISA or the memory map (:meth:`AccelConfig.isa_parameters`); the clock,
+    the bus width and the queue depths do not make a program incompatible."""
     if program_config == expected:
         return
     mine, theirs = program_config.to_dict(), expected.to_dict()
-    differences = {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+    differences = {
+        k: (mine[k], theirs[k]) for k in AccelConfig.isa_parameters() if mine[k] != theirs[k]
+    }
+    if not differences:
+        return
     listing = ", ".join(f"{k} {a} != {b}" for k, (a, b) in differences.items())
     raise ConfigMismatchError(
         f"program was built for {program_config.fingerprint}, not {expected.fingerprint} "
@@ -262,16 +337,17 @@ def _parse(data: bytes, expected: AccelConfig | None) -> Program:
     magic, version, _, header_len = _PREAMBLE.unpack_from(data)
     if magic != MAGIC:
         raise ProgramFormatError(f"not a vtaforge program (magic {magic!r}, expected {MAGIC!r})")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
         raise ProgramFormatError(
-            f"format version {version} is not supported (this build reads {FORMAT_VERSION})"
+            f"format version {version} is not supported (this build reads versions {readable})"
         )
     header_end = _PREAMBLE.size + header_len
     if len(data) < header_end + _CRC.size:
         raise ProgramFormatError(
             f"truncated: the header needs {header_end} bytes, the file has {len(data)}"
         )
-    header = _parse_header(data[_PREAMBLE.size : header_end])
+    header = _parse_header(data[_PREAMBLE.size : header_end], version)
     n_insns, n_uops = header["instructions"], header["uops"]
     sizes = [s["size"] for s in header["segments"]]
     total = header_end + n_insns * INSN_BYTES + n_uops * UOP_BYTES + sum(sizes) + _CRC.size
@@ -308,14 +384,15 @@ def _parse(data: bytes, expected: AccelConfig | None) -> Program:
         except EncodingError as err:
             raise ProgramFormatError(f"micro-op {index}: {err.detail}") from None
     offset += n_uops * UOP_BYTES
-    segments = []
-    for spec in header["segments"]:
-        segments.append(
-            DramSegment(spec["name"], spec["address"], data[offset : offset + spec["size"]])
-        )
-        offset += spec["size"]
     try:
-        return Program(cfg, insns, uops, header["uop_base"], segments)
+        segments = []
+        for spec in header["segments"]:
+            segments.append(
+                DramSegment(spec["name"], spec["address"], data[offset : offset + spec["size"]])
+            )
+            offset += spec["size"]
+        regions = [DramRegion(r["name"], r["address"], r["size"]) for r in header["regions"]]
+        return Program(cfg, insns, uops, header["uop_base"], segments, regions)
     except ProgramError as err:
         raise ProgramFormatError(f"inconsistent program: {err}") from None
 
@@ -326,7 +403,7 @@ def _words(data: bytes, offset: int, count: int, size: int) -> Iterable[int]:
         yield int.from_bytes(data[start : start + size], "little")
 
 
-def _parse_header(raw: bytes) -> dict[str, Any]:
+def _parse_header(raw: bytes, version: int) -> dict[str, Any]:
     try:
         header = json.loads(raw.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -337,6 +414,8 @@ def _parse_header(raw: bytes) -> dict[str, Any]:
         raise ProgramFormatError("the header is not usable JSON (nested too deeply)") from None
     if not isinstance(header, dict):
         raise ProgramFormatError("the header is not a JSON object")
+    if version == 1:  # version 1 had no regions
+        header = {**header, "regions": []}
     for key, kind in (
         ("fingerprint", str),
         ("config", dict),
@@ -344,20 +423,22 @@ def _parse_header(raw: bytes) -> dict[str, Any]:
         ("uops", int),
         ("uop_base", int),
         ("segments", list),
+        ("regions", list),
     ):
         if not isinstance(header.get(key), kind) or isinstance(header.get(key), bool):
             raise ProgramFormatError(f"header field {key!r} is missing or not a {kind.__name__}")
     for key in ("instructions", "uops", "uop_base"):
         if header[key] < 0:
             raise ProgramFormatError(f"header field {key!r} is negative")
-    for index, spec in enumerate(header["segments"]):
-        if (
-            not isinstance(spec, dict)
-            or not isinstance(spec.get("name"), str)
-            or not isinstance(spec.get("address"), int)
-            or not isinstance(spec.get("size"), int)
-            or spec["size"] < 0
-            or spec["address"] < 0
-        ):
-            raise ProgramFormatError(f"header segment {index} is malformed: {spec!r}")
+    for kind in ("segment", "region"):
+        for index, spec in enumerate(header[f"{kind}s"]):
+            if (
+                not isinstance(spec, dict)
+                or not isinstance(spec.get("name"), str)
+                or not isinstance(spec.get("address"), int)
+                or not isinstance(spec.get("size"), int)
+                or spec["size"] < 0
+                or spec["address"] < 0
+            ):
+                raise ProgramFormatError(f"header {kind} {index} is malformed: {spec!r}")
     return header

@@ -1,36 +1,49 @@
 """The ``vtaforge`` command line.
 
 Subcommands are plain records in :data:`COMMANDS` (name, help, argument setup, handler); a
-handler returns the exit status. Every vtaforge error is reported on one line with exit status 1,
-never as a traceback.
+handler returns the exit status. :func:`main` is the top level: a vtaforge error (any
+:class:`~isa.VtaforgeError`) or an operating-system error is one line on stderr and exit status
+1; a usage error is argparse's message with a suggestion for a misspelt subcommand, choice or
+option, and exit status 2; anything else is a bug in vtaforge, reported on one line that says so
+and where to report it, with exit status 2. ``--debug`` adds the traceback (and an error's
+full multi-line message, such as a deadlock's every blocked unit). ``--version`` prints the
+installed version. Output paths are checked before a command starts its work.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
+import re
 import sys
+import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 import numpy as np
 
 from isa import (
     AccelConfig,
     Program,
-    TimingConfig,
     VtaforgeError,
     assemble,
+    did_you_mean,
     disassemble,
     encode_uop,
     instruction_set,
 )
-from simulator import CycleSimulator, FunctionalSimulator, write_chrome_trace
+from isa.assembly import SYNTAX
+from runtime.cli_common import CliError, check_output_dir, check_output_file, read_source
+from runtime.cli_sim import configure_sim, run_sim
+from runtime.progress import elapsed_progress, format_elapsed, progress_bar
+from simulator import DeadlockError, FunctionalSimulator
 
 __all__ = [
+    "BUG_REPORT",
     "COMMANDS",
     "PLUGIN_GROUP",
     "Command",
@@ -39,6 +52,13 @@ __all__ = [
     "main",
     "progress_bar",
 ]
+
+#: What an unexpected exception's message ends with.
+BUG_REPORT = (
+    "this is a bug in vtaforge: please report it on the project's issue tracker with the "
+    "command line and the traceback (rerun with --debug to print it)"
+)
+_DEBUG_HELP = "on an error, print the traceback and the full message"
 
 
 @dataclass(frozen=True)
@@ -124,17 +144,23 @@ def _configure_asm(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", type=Path, metavar="FILE.s")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.bin")
     _config_arg(parser, default=None)
-    parser.epilog = "Without --config the source's .config line decides."
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        f"Without --config the source's .config line decides.\n\nAssembly syntax\n\n{SYNTAX}\n"
+        "`vtaforge disasm FILE.bin` writes this syntax; examples/*.s are runnable programs."
+    )
 
 
 def _run_asm(args: argparse.Namespace) -> int:
-    text = _read_text(args.source)
+    check_output_file(args.output, "-o")
+    text = read_source(args.source)
     config = AccelConfig.resolve(args.config) if args.config else None
     program = assemble(text, config)
     program.save(args.output)
     print(
         f"{args.output}: {len(program.instructions)} instructions, {len(program.uops)} micro-ops, "
-        f"{len(program.segments)} segments for {program.fingerprint}"
+        f"{len(program.segments)} segments, {len(program.regions)} regions "
+        f"({program.dram_extent:#x} bytes of DRAM) for {program.fingerprint}"
     )
     return 0
 
@@ -150,6 +176,8 @@ def _configure_disasm(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_disasm(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_file(args.output, "-o")
     config = AccelConfig.resolve(args.config) if args.config else None
     program = Program.load(args.binary, config=config)
     text = disassemble(program, listing=args.listing)
@@ -158,13 +186,6 @@ def _run_disasm(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise _CliError(f"{path}: cannot be read ({err})") from None
 
 
 # ---------------------------------------------------------------------- demo
@@ -181,13 +202,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     print(
         f"({cfg.macs_per_cycle} MACs/cycle, peak {cfg.peak_gops:g} GOPS at {cfg.clock_mhz:g} MHz)\n"
     )
-    print("Disassembly (each line ends with its index and 128-bit word):")
-    body = [
-        line
-        for line in disassemble(program, listing=True).splitlines()
-        if not line.startswith(".data")
-    ]
-    print("\n".join(body))
+    print("Disassembly (each instruction ends with its index and 128-bit word):")
+    print(disassemble(program, listing=True), end="")
     print("\nMicro-op words:")
     for index, uop in enumerate(program.uops):
         print(f"  [{index}] {encode_uop(uop, cfg):#010x}")
@@ -204,7 +220,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"binary {'ok' if same_binary else 'FAILED'}"
     )
     address, expected = demo_expected_output(program)
-    dram = np.zeros(max(program.dram_extent, address + len(expected)), dtype=np.uint8)
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
     counters = FunctionalSimulator(cfg).run(program, dram).counters
     matches = dram[address : address + len(expected)].tobytes() == expected
     print(
@@ -212,51 +228,11 @@ def _run_demo(args: argparse.Namespace) -> int:
         f"({counters.gemm_counter} GEMM and {counters.alu_counter} ALU steps, "
         f"{counters.out_store_nbytes} bytes stored)"
     )
+    print(
+        "(saved with Program.save, it runs as `vtaforge sim FILE.bin --output outputs=OUT.npy`; "
+        "examples/ holds it as assembly)"
+    )
     return 0 if same_text and same_binary and matches else 1
-
-
-# ---------------------------------------------------------------------- sim
-def _configure_sim(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("program", type=Path, metavar="PROGRAM.bin")
-    _config_arg(parser, default=None)
-    parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
-    parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
-    parser.add_argument(
-        "--read-latency",
-        type=int,
-        default=TimingConfig().read_latency,
-        metavar="CYCLES",
-        help="cycles from a read burst's request to its first beat (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--stepped", action="store_true", help="the slow cycle-by-cycle scheduler (same counts)"
-    )
-    parser.epilog = (
-        "Runs the program from zeroed DRAM (plus its segments) on the cycle-level simulator "
-        "and prints its stats. Without --config the program's own configuration is used."
-    )
-
-
-def _run_sim(args: argparse.Namespace) -> int:
-    config = AccelConfig.resolve(args.config) if args.config else None
-    program = Program.load(args.program, config=config)
-    cfg = program.config
-    timing = TimingConfig(read_latency=args.read_latency)
-    dram = np.zeros(program.dram_extent, dtype=np.uint8)
-    stats = CycleSimulator(cfg, timing, stepped=args.stepped).run(program, dram)
-    print(f"{args.program}: {cfg.fingerprint}, read latency {timing.read_latency}")
-    print(stats.table())
-    if args.trace:
-        write_chrome_trace(stats, args.trace, name=args.program.name)
-        print(f"wrote {args.trace}")
-    if args.plots:
-        from simulator.plots import roofline_png, timeline_png
-
-        args.plots.mkdir(parents=True, exist_ok=True)
-        timeline_png(stats, args.plots / "timeline.png", title=args.program.name)
-        roofline_png([(args.program.name, stats)], args.plots / "roofline.png")
-        print(f"wrote {args.plots / 'timeline.png'} and {args.plots / 'roofline.png'}")
-    return 0
 
 
 # ---------------------------------------------------------------------- run
@@ -287,12 +263,19 @@ def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarr
                 return {name: archive[name] for name in archive.files}
         return [np.load(path, allow_pickle=False) for path in paths]
     except (OSError, ValueError, EOFError) as err:
-        raise _CliError(f"cannot read the inputs: {err}") from None
+        raise CliError(f"cannot read the inputs: {err}") from None
 
 
 def _run_run(args: argparse.Namespace) -> int:
     from runtime.model import load_model, write_model_plots, write_model_trace
 
+    if (args.trace or args.plots) and args.device == "fsim":
+        raise CliError("--trace and --plots need a timed device (sim or rtl)")
+    for option, path in (("-o", args.output), ("--trace", args.trace)):
+        if path is not None:
+            check_output_file(path, option)
+    if args.plots is not None:
+        check_output_dir(args.plots, "--plots")
     model = load_model(args.model)
     inputs = _load_inputs(args.input)
     with progress_bar(len(model.image.steps), "step") as advance:
@@ -315,7 +298,7 @@ def _run_run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
     if args.trace or args.plots:
         if not result.cycle_stats:
-            raise _CliError("--trace and --plots need a timed device (sim)")
+            raise CliError("--trace and --plots need a timed device (sim)")
         if args.trace:
             write_model_trace(result.cycle_stats, args.trace, name=args.model.name)
             print(f"wrote {args.trace}")
@@ -323,27 +306,6 @@ def _run_run(args: argparse.Namespace) -> int:
             for path in write_model_plots(result.cycle_stats, args.plots):
                 print(f"wrote {path}")
     return 0
-
-
-@contextlib.contextmanager
-def progress_bar(total: int, unit: str) -> Iterator[Callable[[Any], None]]:
-    """A progress bar on stderr when it is a terminal (tqdm, where installed) and the function
-    that advances it, naming what runs now."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # a board's minimal installation: no bar
-        yield lambda _: None
-        return
-    bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False, disable=None)  # TTYs only
-
-    def advance(item: Any) -> None:
-        bar.set_description(str(getattr(item, "node", item)))
-        bar.update(1)
-
-    try:
-        yield advance
-    finally:
-        bar.close()
 
 
 # ---------------------------------------------------------------------- hw
@@ -368,15 +330,22 @@ def _run_hw(args: argparse.Namespace) -> int:
     if args.action == "verilog":
         from hw.export import AXI_TOP_NAME, TOP_NAME, write_verilog
 
+        check_output_file(args.output, "-o")
         size = write_verilog(cfg, args.output, axi=args.axi)
         top = AXI_TOP_NAME if args.axi else TOP_NAME
         print(f"{args.output}: module {top} for {cfg.fingerprint} ({size:,} bytes)")
         return 0
     from hw.resources import estimate
 
-    result = estimate(cfg, args.part)
+    started = time.perf_counter()
+    with elapsed_progress(f"exporting and synthesizing {cfg.fingerprint} with yosys"):
+        result = estimate(cfg, args.part)
+    elapsed = format_elapsed(time.perf_counter() - started)
     print(f"yosys synth_xilinx estimate of {cfg.fingerprint} on {result.part.name}")
-    print(f"({result.part.boards}; {result.tool}; {result.seconds:.0f} s)\n")
+    print(
+        f"({result.part.boards}; {result.tool}; {elapsed} in all, synthesis "
+        f"{format_elapsed(result.seconds)})\n"
+    )
     print(result.table())
     print(f"\nLUTs used as memory: {result.lut_memory}")
     print("fits" if result.fits else "does NOT fit the part")
@@ -390,7 +359,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("disasm", "disassemble a binary program", _configure_disasm, _run_disasm),
     Command("demo", "run the demo (what `make demo` runs)", _configure_demo, _run_demo),
     Command("hw", "export or estimate the accelerator hardware", _configure_hw, _run_hw),
-    Command("sim", "time a program on the cycle-level simulator", _configure_sim, _run_sim),
+    Command("sim", "time a program on the cycle-level simulator", configure_sim, run_sim),
     Command("run", "run a compiled model (.vtaf) on a device", _configure_run, _run_run),
 )
 
@@ -415,36 +384,114 @@ def commands() -> tuple[Command, ...]:
     return tuple(found)
 
 
-class _CliError(VtaforgeError):
-    """A command-line problem outside the library (an unreadable file)."""
+class _Parser(argparse.ArgumentParser):
+    """argparse with suggestions: a misspelt subcommand or choice gets the closest one, and an
+    unknown option is named (with the closest known one) by the subcommand that got it, before
+    a later positional argument can be reported in its place."""
+
+    _CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+    def error(self, message: str) -> NoReturn:
+        found = self._CHOICE.search(message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found["choices"])
+            message += did_you_mean(found["word"], choices)
+        super().error(message)
+
+    def parse_known_args(
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        namespace, extras = super().parse_known_args(args, namespace)
+        unknown = [arg for arg in extras if arg.startswith("-") and arg != "-"]
+        if unknown and self._subparsers is None:  # a leaf command: its options are all known
+            word = unknown[0].split("=", 1)[0]
+            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            self.error(f"unrecognized option {word}{did_you_mean(word, options)}")
+        return namespace, extras
+
+
+def _leaves(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers that take no subcommand below ``parser`` (``vtaforge hw verilog``...)."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield parser
+    for action in actions:
+        for child in dict.fromkeys(action.choices.values()):
+            yield from _leaves(child)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("vtaforge")
+    except metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The ``vtaforge`` parser: every command, ``--version`` and ``--debug`` (also accepted
+    after a subcommand)."""
+    parser = _Parser(
         prog="vtaforge",
         description="Hardware/software co-design toolkit for VTA-style accelerators.",
+        allow_abbrev=False,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"vtaforge {_version()}")
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in commands():
-        command.configure(sub.add_parser(command.name, help=command.help))
+        command.configure(sub.add_parser(command.name, help=command.help, allow_abbrev=False))
+    for leaf in _leaves(parser):
+        if leaf is not parser:
+            leaf.add_argument(
+                "--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP
+            )
     return parser
 
 
+def _one_line(err: VtaforgeError) -> str:
+    """The error as one line; the rest of a multi-line message is shown with --debug."""
+    if isinstance(err, DeadlockError) and err.blocked:
+        more = len(err.blocked) - 1
+        others = f" and {more} more blocked unit{'s' * (more > 1)}" if more else ""
+        return f"deadlock: {err.blocked[0]}{others} (--debug shows every unit and the tokens)"
+    first, *rest = str(err).splitlines() or [type(err).__name__]
+    return f"{first} (--debug shows {len(rest)} more lines)" if rest else first
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status (0 done, 1 an error in what was asked, 2 a
+    usage error or a bug in vtaforge)."""
     args = build_parser().parse_args(argv)
     handler = {c.name: c.run for c in commands()}[args.command]
+    prefix = f"vtaforge {args.command}"
     try:
         status = handler(args)
         sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit
         return status
-    except VtaforgeError as err:
-        print(f"vtaforge {args.command}: error: {err}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         # The reader went away (`vtaforge ... | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except VtaforgeError as err:
+        if args.debug:
+            traceback.print_exc()
+        message = str(err) if args.debug else _one_line(err)
+        print(f"{prefix}: error: {message}", file=sys.stderr)
+        return 1
+    except OSError as err:  # the machine's, not vtaforge's: a full disk, a vanished folder
+        if args.debug:
+            traceback.print_exc()
+        print(f"{prefix}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # the last resort: a bug, said to be one
+        if args.debug:
+            traceback.print_exc()
+        print(f"{prefix}: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"{prefix}: {BUG_REPORT}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

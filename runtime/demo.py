@@ -4,6 +4,8 @@ It follows VTA's ``test_gemm`` unit test: 4 input rows (BATCH x BLOCK_IN each) t
 tiles (BLOCK_OUT x BLOCK_IN each) give a 4 x 4 grid of output blocks, computed by one micro-op run
 over a two-level loop; then ``>> 8``, ``max 0`` and ``min 127`` on the tensor ALU, and a store.
 Dependency tokens order load -> compute -> store, and a final no-op drains the store's token.
+The inputs and weights are DRAM segments, the output a DRAM region, so the program carries its
+whole DRAM footprint.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from isa import (
     AccelConfig,
     AluInsn,
     AluOp,
+    DramRegion,
     DramSegment,
     FinishInsn,
     GemmInsn,
@@ -122,4 +125,5 @@ def demo_gemm_program(cfg: AccelConfig, seed: int = 0) -> Program:
             DramSegment("inputs", inp_addr, inp_data),
             DramSegment("weights", wgt_addr, wgt_data),
         ],
+        regions=[DramRegion("outputs", out_addr, out_rows * cfg.out_elem_bytes)],
     )

