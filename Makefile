@@ -11,7 +11,7 @@ EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks
 APT_PACKAGES := yosys gcc g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 
-.PHONY: all setup system-deps demo test lint unit bench clean
+.PHONY: all setup system-deps demo test test-gpu lint unit bench clean
 
 all: test
 
@@ -41,7 +41,11 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 unit: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) -m "not gpu"
+
+# The tests that run kernels on an NVIDIA GPU (they fail, not skip, where there is none).
+test-gpu: setup
+	$(PY) -m pytest -n 0 -m gpu tests/compiler/gpu
 
 test: lint unit
 

@@ -37,17 +37,19 @@ from compiler.ir import (
     IfThenElse,
     Load,
     LoweredFunc,
+    Scope,
     Stmt,
     Store,
     seq,
 )
-from compiler.passes import flatten, tensorize
+from compiler.passes import flatten, insert_barriers, tensorize
+from compiler.passes.gpu import THREAD_TAGS
 from compiler.schedule import AttachKind, Schedule, Split, StageState
 from compiler.simplify import simplify
 from compiler.te import ComputeOp, PlaceholderOp, Tensor
 from compiler.visit import free_vars, substitute, transform, walk
 
-__all__ = ["PIPELINE", "Pass", "lower", "run_pipeline", "schedule_to_ir"]
+__all__ = ["GPU_PIPELINE", "PIPELINE", "Pass", "lower", "run_pipeline", "schedule_to_ir"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("simplify", simplify),
 )
 
+#: The GPU lowering pipeline: the CPU's, then barriers after the shared-memory fills.
+GPU_PIPELINE: tuple[Pass, ...] = (*PIPELINE, Pass("insert_barriers", insert_barriers))
+
 
 def run_pipeline(func: LoweredFunc, passes: Sequence[Pass] = PIPELINE) -> LoweredFunc:
     """``func`` after each pass of ``passes`` in order."""
@@ -74,10 +79,16 @@ def run_pipeline(func: LoweredFunc, passes: Sequence[Pass] = PIPELINE) -> Lowere
     return func
 
 
-def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main") -> LoweredFunc:
+def lower(
+    schedule: Schedule,
+    args: Sequence[Tensor],
+    name: str = "main",
+    passes: Sequence[Pass] = PIPELINE,
+) -> LoweredFunc:
     """The loop IR of ``schedule`` as a function over ``args`` (inputs and outputs, in call
-    order), after :data:`PIPELINE`. ``print(lower(...))`` shows it."""
-    return run_pipeline(schedule_to_ir(schedule, args, name))
+    order), after ``passes`` (:data:`PIPELINE`; :data:`GPU_PIPELINE` for a GPU kernel).
+    ``print(lower(...))`` shows it."""
+    return run_pipeline(schedule_to_ir(schedule, args, name), passes)
 
 
 # ------------------------------------------------------------------------------ the nests
@@ -296,6 +307,8 @@ class _Builder:
             leaf.var: (0, consumer.leaf_extent[leaf] - 1)
             for leaf in consumer.leaves[position + 1 :]
         }
+        if stage.scope is Scope.SHARED:  # one copy serves every thread of the block
+            ranged.update(self._thread_ranges())
         reads = []
         for reader in self.readers[op]:
             nest = self.nests[reader]
@@ -308,6 +321,15 @@ class _Builder:
                 if read.tensor.op is op
             ]
         return covering_region(reads, op.shape, ranged)
+
+    def _thread_ranges(self) -> dict[Var, tuple[int, int]]:
+        """The range of every loop bound to a threadIdx axis so far."""
+        return {
+            leaf.var: (0, nest.leaf_extent[leaf] - 1)
+            for nest in self.nests.values()
+            for leaf, tag in nest.stage.threads.items()
+            if tag in THREAD_TAGS and leaf in nest.leaf_extent
+        }
 
     @staticmethod
     def _root_mapping(nest: _Nest) -> dict[Var, Expr]:

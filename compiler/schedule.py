@@ -325,6 +325,10 @@ def _apply_annotate(_: ScheduleState, state: StageState, step: Annotate) -> Stag
             f"{step.kind.value}: the axis is already {previous.value} (axis used twice)",
             step.axis,
         )
+    if step.axis in state.threads:
+        raise state.error(
+            f"{step.kind.value}: the axis is bound to {state.threads[step.axis].value}", step.axis
+        )
     if step.axis.kind is IterKind.REDUCE and step.kind in (ForKind.VECTORIZED, ForKind.PARALLEL):
         raise state.error(f"a reduction axis cannot be {step.kind.value}", step.axis)
     return replace(state, kinds={**state.kinds, step.axis: step.kind})
@@ -334,6 +338,17 @@ def _apply_bind(_: ScheduleState, state: StageState, step: Bind) -> StageState:
     _leaf(state, step.axis, "bind")
     if step.axis in state.threads or step.thread in state.threads.values():
         raise state.error("bind: the axis or the thread tag is used twice", step.axis)
+    if step.axis.kind is IterKind.REDUCE:
+        raise state.error(
+            f"bind: a reduction axis cannot be bound to {step.thread.value} (threads would "
+            "race on the same output; split it and keep the reduction in each thread)",
+            step.axis,
+        )
+    if step.axis in state.kinds:
+        raise state.error(
+            f"bind: the axis is already {state.kinds[step.axis].value} (axis used twice)",
+            step.axis,
+        )
     return replace(state, threads={**state.threads, step.axis: step.thread})
 
 
@@ -592,8 +607,9 @@ class Schedule:
             raise ScheduleError("cache_write needs a compute", stage=tensor.name)
         scope = _scope(scope, tensor.name, "cache_write")
         axes = tuple(IterVar(Var(a.name), a.extent) for a in op.axes)
-        body = substitute(
-            op.body, {old.var: new.var for old, new in zip(op.axes, axes, strict=True)}
+        current = self._state.stage(op).body if op in self._state.stages else op.body
+        body = substitute(  # the stage's body so far: it reads the caches made before
+            current, {old.var: new.var for old, new in zip(op.axes, axes, strict=True)}
         )
         cache = Tensor(ComputeOp(f"{op.name}.{scope.value}", axes, body))
         self.apply(CacheWrite(tensor, scope, cache))

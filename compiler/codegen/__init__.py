@@ -1,6 +1,17 @@
-"""Code generators: loop IR to machine code (LLVM for CPUs)."""
+"""Code generators: loop IR to machine code (LLVM for CPUs, NVPTX for CUDA GPUs)."""
 
+from compiler.codegen.gpu_function import GpuFunction
 from compiler.codegen.llvm import LLVMModule, Target, codegen
+from compiler.codegen.nvptx import CudaTarget, PtxModule, codegen_nvptx
 from compiler.codegen.runtime import CompiledFunction
 
-__all__ = ["CompiledFunction", "LLVMModule", "Target", "codegen"]
+__all__ = [
+    "CompiledFunction",
+    "CudaTarget",
+    "GpuFunction",
+    "LLVMModule",
+    "PtxModule",
+    "Target",
+    "codegen",
+    "codegen_nvptx",
+]

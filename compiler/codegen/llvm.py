@@ -63,7 +63,7 @@ from compiler.ir import (
 from compiler.simplify import ONE, fold_shift, from_linear, linear
 from compiler.visit import free_vars, walk
 
-__all__ = ["LLVMModule", "Target", "codegen"]
+__all__ = ["LLVMModule", "Target", "codegen", "optimise"]
 
 _INDEX = ir.IntType(64)
 _PTR = ir.PointerType()
@@ -165,6 +165,11 @@ def _splat(builder: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
     )
 
 
+def _vector_pointer(vector_type: ir.VectorType, address: ir.Value) -> ir.PointerType:
+    """A pointer to ``vector_type`` in ``address``'s address space."""
+    return ir.PointerType(vector_type, addrspace=address.type.addrspace)
+
+
 def _is_vector(value: ir.Value) -> bool:
     return isinstance(value.type, ir.VectorType)
 
@@ -184,13 +189,13 @@ class _Scope:
     function: ir.Function
     builder: ir.IRBuilder
     allocas: ir.IRBuilder  # at the end of the block that holds every alloca
-    launcher: ir.Value
+    launcher: ir.Value | None  # None in a GPU kernel (no parallel loops)
     values: dict[Var, ir.Value] = field(default_factory=dict)
     pointers: dict[Buffer, ir.Value] = field(default_factory=dict)
     in_parallel: bool = False
 
 
-def _new_scope(function: ir.Function, launcher: ir.Value) -> _Scope:
+def _new_scope(function: ir.Function, launcher: ir.Value | None) -> _Scope:
     allocas = function.append_basic_block("allocas")
     body = function.append_basic_block("body")
     return _Scope(function, ir.IRBuilder(body), ir.IRBuilder(allocas), launcher)
@@ -212,18 +217,29 @@ class _Emitter:
         self.guarded = 0  # > 0 while emitting the branches of a select
         self.outlined = 0
         self.stride_vars = _stride_vars(func.params)
-        params = [_PTR] * len(func.params) + [_INDEX] * len(self.stride_vars) + [_LAUNCHER]
-        function = ir.Function(module, ir.FunctionType(ir.VoidType(), params), func.name)
-        for arg in function.args[: len(func.params)]:
-            arg.add_attribute("noalias")
-        self.scope = _new_scope(function, function.args[-1])
-        for buffer, arg in zip(func.params, function.args, strict=False):
-            self.scope.pointers[buffer] = arg
-            arg.name = buffer.name
-        for var, arg in zip(self.stride_vars, function.args[len(func.params) :], strict=False):
-            self.scope.values[var] = arg
+        self.scope = self.enter(self.declare())
         self.stmt(func.body)
         _finish(self.scope)
+
+    def declare(self) -> ir.Function:
+        """The function: a pointer per buffer, an i64 per stride variable, the launcher."""
+        params = [_PTR] * len(self.func.params) + [_INDEX] * len(self.stride_vars) + [_LAUNCHER]
+        return ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), self.func.name)
+
+    def enter(self, function: ir.Function) -> _Scope:
+        """The scope of ``function``'s body, its parameters bound (a launcher comes last)."""
+        params = self.func.params
+        for arg in function.args[: len(params)]:
+            arg.add_attribute("noalias")
+        extra = len(params) + len(self.stride_vars)
+        launcher = function.args[extra] if len(function.args) > extra else None
+        scope = _new_scope(function, launcher)
+        for buffer, arg in zip(params, function.args, strict=False):
+            scope.pointers[buffer] = arg
+            arg.name = buffer.name
+        for var, arg in zip(self.stride_vars, function.args[len(params) :], strict=False):
+            scope.values[var] = arg
+        return scope
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -405,7 +421,7 @@ class _Emitter:
         if base is not None:
             offset = self._clamp(self.index(base), s.buffer, base)
             address = self.b.gep(pointer, [offset], inbounds=True, source_etype=elem)
-            address = self.b.bitcast(address, ir.PointerType(value.type))
+            address = self.b.bitcast(address, _vector_pointer(value.type, address))
             self.b.store(value, address, align=self._alignment(s.buffer, base))
             return
         offsets = self._clamp(self.index(index), s.buffer, index)
@@ -673,7 +689,7 @@ class _Emitter:
             if uniform:
                 return b.load(address, typ=elem, align=buffer.dtype.bytes)
             vector_type = ir.VectorType(elem, self.vector.lanes)
-            address = b.bitcast(address, ir.PointerType(vector_type))
+            address = b.bitcast(address, _vector_pointer(vector_type, address))
             return b.load(address, typ=vector_type, align=self._alignment(buffer, base))
         offsets = self._clamp(self.index(index), buffer, index)
         lanes = self.vector.lanes
@@ -829,16 +845,21 @@ def codegen(func: LoweredFunc, target: Target | str = "llvm") -> LLVMModule:
     module.triple = target.triple
     module.data_layout = str(machine.target_data)
     _Emitter(module, func, _Intrinsics())
-    text = str(module)
+    parsed = optimise(module, machine, func.name)
+    return LLVMModule(str(parsed), target, func, parsed)
+
+
+def optimise(module: ir.Module, machine: llvm.TargetMachine, name: str) -> llvm.ModuleRef:
+    """``module`` parsed, verified and optimised (-O3, vectorizers on) for ``machine``."""
     try:
-        parsed = llvm.parse_assembly(text)
+        parsed = llvm.parse_assembly(str(module))
         parsed.verify()
     except RuntimeError as error:
-        raise CompileError(f"generated LLVM IR is invalid: {error}", op=func.name) from None
+        raise CompileError(f"generated LLVM IR is invalid: {error}", op=name) from None
     options = llvm.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = True
     options.loop_unrolling = True
     builder = llvm.create_pass_builder(machine, options)
     builder.getModulePassManager().run(parsed, builder)
-    return LLVMModule(str(parsed), target, func, parsed)
+    return parsed

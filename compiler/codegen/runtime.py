@@ -20,7 +20,7 @@ from compiler.errors import CompileError
 from compiler.ir import Buffer, LoweredFunc, Store
 from compiler.visit import walk
 
-__all__ = ["CompiledFunction"]
+__all__ = ["CompiledFunction", "check_arguments", "output_positions"]
 
 _LAUNCHER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _BODY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -37,6 +37,70 @@ def _chunks(extent: int, parts: int) -> list[tuple[int, int]]:
     return bounds
 
 
+def output_positions(func: LoweredFunc) -> tuple[int, ...]:
+    """The positions of ``func``'s parameters that it stores to."""
+    stored = {n.buffer for n in walk(func.body) if isinstance(n, Store)}
+    return tuple(i for i, p in enumerate(func.params) if p in stored)
+
+
+def check_arguments(
+    name: str, params: Sequence[Buffer], outputs: Sequence[int], arrays: Sequence[object]
+) -> None:
+    """Raise :class:`CompileError` naming the parameter unless ``arrays`` match ``params``
+    (count, numpy type, dtype, shape, C order) and each output is writable and overlaps no other
+    argument."""
+    if len(arrays) != len(params):
+        names = ", ".join(p.name for p in params)
+        raise CompileError(f"takes {len(params)} arrays ({names}), got {len(arrays)}", op=name)
+    for position, (array, param) in enumerate(zip(arrays, params, strict=True)):
+        if not isinstance(array, np.ndarray):
+            raise CompileError(
+                f"argument {position} must be a numpy array, got {type(array).__name__}",
+                tensor=param.name,
+                op=name,
+            )
+        if array.dtype != param.dtype.numpy:
+            raise CompileError(
+                f"dtype is {array.dtype}, expected {param.dtype}",
+                tensor=param.name,
+                op=name,
+            )
+        if array.shape != param.shape:
+            if array.ndim != len(param.shape):
+                raise CompileError(
+                    f"has {array.ndim} dimensions {array.shape}, expected {param.shape}",
+                    tensor=param.name,
+                    op=name,
+                )
+            dim = next(
+                d for d, (x, y) in enumerate(zip(array.shape, param.shape, strict=True)) if x != y
+            )
+            raise CompileError(
+                f"extent {array.shape[dim]}, expected {param.shape[dim]} (shape {array.shape}, "
+                f"expected {param.shape})",
+                tensor=param.name,
+                axis=str(dim),
+                op=name,
+            )
+        if not array.flags.c_contiguous:
+            raise CompileError(
+                "is not C-contiguous (use np.ascontiguousarray)",
+                tensor=param.name,
+                op=name,
+            )
+    for position in outputs:
+        array, param = arrays[position], params[position]
+        if not array.flags.writeable:
+            raise CompileError("is an output but is read-only", tensor=param.name, op=name)
+        for index, (other, other_param) in enumerate(zip(arrays, params, strict=True)):
+            if index != position and np.may_share_memory(array, other):
+                raise CompileError(
+                    f"is an output and overlaps argument {other_param.name!r}",
+                    tensor=param.name,
+                    op=name,
+                )
+
+
 class CompiledFunction:
     """A compiled kernel: ``f(*arrays, num_threads=None)`` runs it on numpy arrays.
 
@@ -49,8 +113,7 @@ class CompiledFunction:
         self.module = module
         self._keepalive = keepalive
         self._params: tuple[Buffer, ...] = func.params
-        stored = {n.buffer for n in walk(func.body) if isinstance(n, Store)}
-        self._outputs = tuple(i for i, p in enumerate(self._params) if p in stored)
+        self._outputs = output_positions(func)
         self._native = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(self._params) + 1))(address)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -62,7 +125,7 @@ class CompiledFunction:
         return self.lowered.name
 
     def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
-        self._check(arrays)
+        check_arguments(self.name, self._params, self._outputs, arrays)
         threads = (os.cpu_count() or 1) if num_threads is None else num_threads
         if not isinstance(threads, int) or threads < 1:
             raise CompileError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -73,62 +136,6 @@ class CompiledFunction:
         self._native(*pointers, launcher)
         if self._local.error is not None:
             raise self._local.error
-
-    def _check(self, arrays: Sequence[object]) -> None:
-        if len(arrays) != len(self._params):
-            names = ", ".join(p.name for p in self._params)
-            raise CompileError(
-                f"takes {len(self._params)} arrays ({names}), got {len(arrays)}", op=self.name
-            )
-        for position, (array, param) in enumerate(zip(arrays, self._params, strict=True)):
-            if not isinstance(array, np.ndarray):
-                raise CompileError(
-                    f"argument {position} must be a numpy array, got {type(array).__name__}",
-                    tensor=param.name,
-                    op=self.name,
-                )
-            if array.dtype != param.dtype.numpy:
-                raise CompileError(
-                    f"dtype is {array.dtype}, expected {param.dtype}",
-                    tensor=param.name,
-                    op=self.name,
-                )
-            if array.shape != param.shape:
-                if array.ndim != len(param.shape):
-                    raise CompileError(
-                        f"has {array.ndim} dimensions {array.shape}, expected {param.shape}",
-                        tensor=param.name,
-                        op=self.name,
-                    )
-                dim = next(
-                    d
-                    for d, (x, y) in enumerate(zip(array.shape, param.shape, strict=True))
-                    if x != y
-                )
-                raise CompileError(
-                    f"extent {array.shape[dim]}, expected {param.shape[dim]} (shape {array.shape}, "
-                    f"expected {param.shape})",
-                    tensor=param.name,
-                    axis=str(dim),
-                    op=self.name,
-                )
-            if not array.flags.c_contiguous:
-                raise CompileError(
-                    "is not C-contiguous (use np.ascontiguousarray)",
-                    tensor=param.name,
-                    op=self.name,
-                )
-        for position in self._outputs:
-            array, param = arrays[position], self._params[position]
-            if not array.flags.writeable:
-                raise CompileError("is an output but is read-only", tensor=param.name, op=self.name)
-            for index, (other, other_param) in enumerate(zip(arrays, self._params, strict=True)):
-                if index != position and np.may_share_memory(array, other):
-                    raise CompileError(
-                        f"is an output and overlaps argument {other_param.name!r}",
-                        tensor=param.name,
-                        op=self.name,
-                    )
 
     def _launch(self, body: int, closure: int, extent: int) -> None:
         """Called from native code for each parallel loop: run its chunks on the pool."""

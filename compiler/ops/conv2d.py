@@ -16,7 +16,7 @@ from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 from runtime.ops.windows import window_count
 
-__all__ = ["CONV2D_NCHW", "CONV2D_NCHWC", "out_size"]
+__all__ = ["CONV2D_NCHW", "CONV2D_NCHWC", "conv2d_nchw_compute", "out_size"]
 
 
 def out_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -66,9 +66,11 @@ def _nchw_space(data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0)
     )
 
 
-def _nchw_declare(
-    data: Tensor, kernel: Tensor, cfg: Config, stride: int = 1, padding: int = 0
-) -> tuple[Schedule, Tensor]:
+def conv2d_nchw_compute(
+    data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0
+) -> tuple[Tensor, Tensor]:
+    """The NCHW convolution's declaration (unscheduled): ``(out, padded data)`` (the padded
+    data is ``data`` itself when ``padding`` is 0)."""
     n, c, _, _, o, kh, kw, oh, ow = _nchw_shapes(data, kernel, stride, padding)
     padded = pad_nchw(data, padding)
     rc = te.reduce_axis(c, "rc")
@@ -82,6 +84,14 @@ def _nchw_declare(
         ),
         name="conv2d",
     )
+    return out, padded
+
+
+def _nchw_declare(
+    data: Tensor, kernel: Tensor, cfg: Config, stride: int = 1, padding: int = 0
+) -> tuple[Schedule, Tensor]:
+    out, padded = conv2d_nchw_compute(data, kernel, stride, padding)
+    rc, ry, rx = out.op.reduce_axis
     s = create_schedule(out)
     acc = s.cache_write(out, "local")
     b, f, y, x = out.op.axis

@@ -14,7 +14,7 @@ from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 
-__all__ = ["ELEMENTWISE", "broadcast_shape"]
+__all__ = ["ELEMENTWISE", "broadcast_compute", "broadcast_shape"]
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -45,9 +45,8 @@ def _space(*inputs: Tensor, fn: Callable[..., Any], name: str = "elementwise") -
     )
 
 
-def _declare(
-    *inputs: Tensor, cfg: Config, fn: Callable[..., Any], name: str = "elementwise"
-) -> tuple[Schedule, Tensor]:
+def broadcast_compute(*inputs: Tensor, fn: Callable[..., Any], name: str = "elementwise") -> Tensor:
+    """``fn`` applied to the broadcast elements of ``inputs`` (unscheduled)."""
     shape = broadcast_shape(*(t.shape for t in inputs))
 
     def element(*idx: Expr) -> Expr:
@@ -60,7 +59,13 @@ def _declare(
             values.append(tensor[index] if index else tensor[()])
         return fn(*values)
 
-    out = te.compute(shape, element, name=name)
+    return te.compute(shape, element, name=name)
+
+
+def _declare(
+    *inputs: Tensor, cfg: Config, fn: Callable[..., Any], name: str = "elementwise"
+) -> tuple[Schedule, Tensor]:
+    out = broadcast_compute(*inputs, fn=fn, name=name)
     s = create_schedule(out)
     axes = out.op.axis
     if not axes:

@@ -11,7 +11,7 @@ from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 
-__all__ = ["POOL2D"]
+__all__ = ["POOL2D", "pool2d_compute"]
 
 _KINDS = ("max", "avg")
 
@@ -43,9 +43,11 @@ def _space(
     )
 
 
-def _declare(
-    data: Tensor, cfg: Config, kernel: int = 2, stride: int = 2, padding: int = 0, kind: str = "max"
-) -> tuple[Schedule, Tensor]:
+def pool2d_compute(
+    data: Tensor, kernel: int = 2, stride: int = 2, padding: int = 0, kind: str = "max"
+) -> tuple[Tensor, Tensor]:
+    """The pooling's declaration (unscheduled): ``(out, padded data)`` (the padded data is
+    ``data`` itself when ``padding`` is 0)."""
     n, c, oh, ow = _shapes(data, kernel, stride, padding, kind)
     fill = te.min_value(data.dtype) if kind == "max" else te.const(0, data.dtype)
     padded = pad_nchw(data, padding, fill.value)
@@ -59,6 +61,14 @@ def _declare(
         return te.sum(value * (1.0 / (kernel * kernel)), axis=[ry, rx])
 
     out = te.compute((n, c, oh, ow), window, name=f"{kind}_pool2d")
+    return out, padded
+
+
+def _declare(
+    data: Tensor, cfg: Config, kernel: int = 2, stride: int = 2, padding: int = 0, kind: str = "max"
+) -> tuple[Schedule, Tensor]:
+    out, padded = pool2d_compute(data, kernel, stride, padding, kind)
+    ry, rx = out.op.reduce_axis
     s = create_schedule(out)
     if padded is not data:
         s[padded].compute_inline()

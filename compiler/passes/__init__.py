@@ -4,6 +4,7 @@
 """
 
 from compiler.passes.flatten import flatten
+from compiler.passes.gpu import insert_barriers
 from compiler.passes.tensorize import tensorize
 
-__all__ = ["flatten", "tensorize"]
+__all__ = ["flatten", "insert_barriers", "tensorize"]

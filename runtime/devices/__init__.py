@@ -7,6 +7,10 @@ functional simulator; ``"sim"``, the cycle-level simulator (``timing=`` an ``isa
 ``RtlDevice.memory_timing`` reproduces the RTL device's cycles); ``"rtl"``, the Verilated RTL
 behind AXI (needs the ``rtl`` extra and a
 C++ compiler; its first opening per configuration builds the model, about a minute).
+
+:class:`CudaDevice` is of another kind: it runs PTX kernels (``compiler.build(...,
+target="cuda")``) on an NVIDIA GPU through the CUDA driver, and raises DeviceError where there is
+none.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 
 from isa import AccelConfig
 from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats
+from runtime.devices.cuda import CudaDevice, CudaKernel
 from runtime.devices.fsim import FunctionalDevice
 from runtime.devices.rtl import AXI_RAM_TIMING, RtlDevice, RtlRunError
 from runtime.devices.sim import CycleDevice
@@ -23,6 +28,8 @@ from runtime.devices.sim import CycleDevice
 __all__ = [
     "AXI_RAM_TIMING",
     "DEVICES",
+    "CudaDevice",
+    "CudaKernel",
     "CycleDevice",
     "Device",
     "DeviceError",
