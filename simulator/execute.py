@@ -186,7 +186,7 @@ class Executor:
         if self.races is not None:
             accesses = [self._dram_access(insn, start, elem_bytes, write=False)]
             if mem in _SRAM_SPACE:
-                sram_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+                sram_rows = slice(insn.sram_base, end)
                 accesses.append(Access(_SRAM_SPACE[mem], True, sram_rows))
             self.races.access(clock, index, accesses)
         target = self._sram(mem)
@@ -247,7 +247,7 @@ class Executor:
             )
         start = self._dram_start(index, insn, elem_bytes)
         if self.races is not None:
-            out_rows = np.arange(insn.sram_base, end, dtype=np.int64)
+            out_rows = slice(insn.sram_base, end)
             dram = self._dram_access(insn, start, elem_bytes, write=True)
             self.races.access(clock, index, [Access(Space.OUT, False, out_rows), dram])
         values = self.state.out[insn.sram_base : end].astype(signed_dtype(self.cfg.out_width))
@@ -295,11 +295,14 @@ class Executor:
             self._check_races(index, clock, accesses)
         for steps in plan.chunks:
             self._run_steps(insn, steps)
-        rows = plan.rows
-        acc = self.state.acc
-        wrapped = wrap(acc[rows], self.cfg.acc_width)
-        acc[rows] = wrapped
-        self.state.out[rows] = wrap(wrapped, self.cfg.out_width)
+        rows, acc, out = plan.rows, self.state.acc, self.state.out
+        if isinstance(rows, slice):  # views: wrapped in place
+            wrapped = wrap(acc[rows], self.cfg.acc_width, out=acc[rows])
+            wrap(wrapped, self.cfg.out_width, out=out[rows])
+        else:
+            wrapped = wrap(acc[rows], self.cfg.acc_width)
+            acc[rows] = wrapped
+            out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
 
     def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
@@ -319,7 +322,7 @@ class Executor:
             raise self._fail(index, violation.describe())
         chunks = self._chunks(insn, len(uops), bases, list(operands))
         touched = self._touched(chunks, operands)
-        rows = np.unique(touched[Operand.DST])
+        rows = _as_slice(np.unique(touched[Operand.DST]))
         if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
             prepared = [self._prepare(insn, steps) for steps in chunks]
             return _LoopPlan(prepared, touched, rows, reusable=True)
@@ -514,8 +517,16 @@ class _LoopPlan:
 
     chunks: Iterable[_Reset | _Im2col | _GemmSteps | _AluSteps]
     touched: dict[Operand, np.ndarray]
-    rows: np.ndarray
+    rows: np.ndarray | slice  # a slice when they are consecutive
     reusable: bool
+
+
+def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
+    """Sorted distinct ``rows`` as a slice when they are consecutive (indexing by a slice gives
+    views, which the accumulator's wrap updates in place), else as they are."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
 
 
 def _first_reached(rows: np.ndarray) -> np.ndarray:

@@ -47,6 +47,11 @@ class Space(Enum):
     DRAM = "DRAM"
 
 
+#: Positions of one space: an index array, or a slice for a run of consecutive ones (the table
+#: is then read and written through views, without gathering).
+Positions = np.ndarray | slice
+
+
 @dataclass(frozen=True)
 class Access:
     """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or DRAM granules
@@ -54,7 +59,7 @@ class Access:
 
     space: Space
     write: bool
-    positions: np.ndarray
+    positions: Positions
 
 
 @dataclass(frozen=True)
@@ -90,11 +95,14 @@ class _Shadow:
             fresh = np.zeros((2 * _MODULES, max(size, 2 * old) - old), dtype=np.int32)
             self.seqs = np.concatenate([self.seqs, fresh], axis=1)
 
-    def conflict(self, bound: np.ndarray, positions: np.ndarray, write: bool) -> _Conflict | None:
+    def conflict(self, bound: np.ndarray, positions: Positions, write: bool) -> _Conflict | None:
         """The first kind of unordered conflict a new access (``bound``: its clock, written
         twice, as a column) would have, or None. A read conflicts with writes only."""
         rows = 2 * _MODULES if write else _MODULES
-        seqs = self.seqs[:rows].take(positions, axis=1)
+        if isinstance(positions, slice):
+            seqs = self.seqs[:rows, positions]
+        else:
+            seqs = self.seqs[:rows].take(positions, axis=1)
         unordered = seqs > bound[:rows]
         if not np.count_nonzero(unordered):
             return None
@@ -107,8 +115,8 @@ class _Shadow:
         reads = unordered[_MODULES + reader]
         return _Conflict(reads, np.full(len(reads), reader), seqs[_MODULES + reader], "reads")
 
-    def record(self, module: int, seq: int, positions: np.ndarray, write: bool) -> None:
-        if write:
+    def record(self, module: int, seq: int, positions: Positions, write: bool) -> None:
+        if write:  # the new writer's sequence number, and no other writer's
             for writer in range(_MODULES):
                 self.seqs[writer, positions] = seq if writer == module else 0
         else:
@@ -164,7 +172,7 @@ class RaceDetector:
     def _table(self, space: Space) -> _Shadow:
         return self._dram if space is Space.DRAM else self._sram[space]
 
-    def _positions(self, access: Access) -> np.ndarray:
+    def _positions(self, access: Access) -> Positions:
         """Table positions: SRAM rows as they are; DRAM granules through pages."""
         if access.space is not Space.DRAM:
             return access.positions
@@ -172,9 +180,13 @@ class RaceDetector:
         if not granules.size:
             return granules
         # every row starts after the one before and is as long: the ends are the extremes
-        page = int(granules[0]) >> _PAGE_BITS
-        if page in self._page_slot and int(granules[-1]) >> _PAGE_BITS == page:
-            return granules + (self._page_slot[page] - page) * _PAGE  # one page, mapped
+        first, last = int(granules[0]), int(granules[-1])
+        page = first >> _PAGE_BITS
+        if page in self._page_slot and last >> _PAGE_BITS == page:  # one page, mapped
+            offset = (self._page_slot[page] - page) * _PAGE
+            if last - first + 1 == len(granules):  # and consecutive
+                return slice(first + offset, last + 1 + offset)
+            return granules + offset
         pages = granules >> _PAGE_BITS
         offsets = granules & (_PAGE - 1)
         unique, inverse = np.unique(pages, return_inverse=True)
@@ -186,13 +198,15 @@ class RaceDetector:
         slots = np.array([self._page_slot[int(p)] for p in unique], dtype=np.int64)
         return slots[inverse] * _PAGE + offsets
 
-    def _raise(self, access: Access, positions: np.ndarray, found: _Conflict, index: int) -> None:
+    def _raise(self, access: Access, positions: Positions, found: _Conflict, index: int) -> None:
         first = int(np.argmax(found.mask))
         module, seq = int(found.module[first]), int(found.seqs[first])
         same = found.mask & (found.module == module) & (found.seqs == seq)
         if access.space is Space.DRAM:
             granules = access.positions[same] * self.granule
             rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
+        elif isinstance(access.positions, slice):
+            rows = np.arange(access.positions.start, access.positions.stop)[same]
         else:
             rows = access.positions[same]
         other = self._program_index[module][seq - 1]

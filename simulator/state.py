@@ -25,11 +25,15 @@ def signed_dtype(width: int) -> np.dtype:
     return np.dtype(f"<i{width // 8}")
 
 
-def wrap(values: np.ndarray, width: int) -> np.ndarray:
+def wrap(values: np.ndarray, width: int, out: np.ndarray | None = None) -> np.ndarray:
     """The low ``width`` bits of int64 ``values`` read as two's complement: ``wrap_w`` and
-    ``sext_w`` of SEMANTICS, which are the same operation on int64."""
+    ``sext_w`` of SEMANTICS, which are the same operation on int64. With ``out`` (an int64
+    array of the same shape, ``values`` itself allowed), written there, without temporaries."""
     shift = _INT64_BITS - width
-    return (values << shift) >> shift if shift else values
+    if out is None:
+        return (values << shift) >> shift if shift else values
+    np.left_shift(values, shift, out=out)
+    return np.right_shift(out, shift, out=out)
 
 
 def operand_dtype(cfg: AccelConfig) -> np.dtype:
