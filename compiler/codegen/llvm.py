@@ -17,6 +17,7 @@ left undefined for any operand (division by 0, shifts by an amount outside the w
 
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 import tempfile
@@ -28,6 +29,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from compiler.codegen.intrinsics import lower_intrinsic
+from compiler.codegen.machine import X86_CPUS, MachineModel, machine_model
 from compiler.errors import CompileError
 from compiler.expr import (
     Binary,
@@ -89,25 +91,35 @@ class Target:
     """What to compile for: an LLVM triple, CPU name and feature string (host by default).
 
     ``Target.parse("llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a9")`` targets the
-    PYNQ's ARM core.
+    PYNQ's ARM core; ``"llvm -mcpu=haswell"`` an AVX2 x86 CPU; ``"llvm -mattr=-avx512f"`` this
+    host without AVX-512. The schedules' machine choices (:attr:`model`: vector lanes,
+    registers, FMA) derive from these three fields alone. Each feature is ``+name`` or ``-name``.
     """
 
     triple: str = ""
     cpu: str = ""
     features: str = ""
 
+    def __post_init__(self) -> None:
+        unsigned = [f for f in self.features.split(",") if f and f[0] not in "+-"]
+        if unsigned:
+            raise CompileError(
+                f"target features {unsigned} need a '+' (enable) or '-' (disable) sign"
+            )
+
     @classmethod
     def host(cls) -> Target:
-        _initialise()
-        return cls(
-            llvm.get_process_triple(),
-            llvm.get_host_cpu_name(),
-            llvm.get_host_cpu_features().flatten(),
-        )
+        """This machine's triple, CPU name and every feature (asked once per process)."""
+        return _host_target()
 
     @classmethod
     def parse(cls, spec: str | Target) -> Target:
-        """``"llvm"`` (the host) or ``"llvm -mtriple=... -mcpu=... -mattr=..."``."""
+        """``"llvm"`` (the host) or ``"llvm -mtriple=... -mcpu=... -mattr=..."``.
+
+        Without ``-mcpu``, a target of the host's triple is the host's CPU with the host's
+        features, ``-mattr`` edits applied after them; with ``-mcpu``, it is that CPU with its
+        own features plus ``-mattr`` (the host's features never leak into a named CPU).
+        """
         if isinstance(spec, Target):
             return spec
         words = spec.split()
@@ -119,20 +131,29 @@ class Target:
             if key not in ("-mtriple", "-mcpu", "-mattr") or not value:
                 raise CompileError(f"unknown target option {word!r} in {spec!r}")
             options[key] = value
-        if not options:
-            return cls.host()
         host = cls.host()
+        if not options:
+            return host
         triple = options.get("-mtriple", host.triple)
-        same = triple == host.triple
-        return cls(
-            triple,
-            options.get("-mcpu", host.cpu if same else "generic"),
-            options.get("-mattr", host.features if same else ""),
-        )
+        attrs = options.get("-mattr", "")
+        cpu = options.get("-mcpu")
+        if cpu is not None and triple.startswith("x86_64") and cpu not in X86_CPUS:
+            raise CompileError(
+                f"unknown x86-64 CPU {cpu!r} in {spec!r} (LLVM's names, e.g. x86-64, haswell, "
+                "znver3, skylake-avx512: compiler.codegen.machine.X86_CPUS lists them)"
+            )
+        if cpu is not None or triple != host.triple:
+            return cls(triple, cpu or "generic", attrs)
+        return cls(triple, host.cpu, ",".join(f for f in (host.features, attrs) if f))
 
     @property
     def is_host(self) -> bool:
         return self.triple == llvm.get_process_triple()
+
+    @property
+    def model(self) -> MachineModel:
+        """The vector resources the schedules size their tiles by (lanes, registers, FMA)."""
+        return machine_model(self.triple, self.cpu, self.features)
 
     def machine(self) -> llvm.TargetMachine:
         _initialise()
@@ -143,6 +164,16 @@ class Target:
         return target.create_target_machine(
             cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default"
         )
+
+
+@functools.cache
+def _host_target() -> Target:
+    _initialise()
+    return Target(
+        llvm.get_process_triple(),
+        llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten(),
+    )
 
 
 def _llvm_type(dtype: DType) -> ir.Type:

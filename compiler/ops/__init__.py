@@ -2,11 +2,14 @@
 
 A :class:`Template` is called on input tensors (plus operator parameters) and returns
 ``(schedule, output)``; ``template.space(*inputs, ...)`` is the knob space a tuner searches.
+Every CPU template takes a ``target`` parameter (an ``"llvm ..."`` string or a
+:class:`~compiler.codegen.Target`; None: this host) whose vector width and registers give its
+default knobs.
 The submodule :mod:`compiler.ops.nn` holds unscheduled operators spelled as TVM's ``topi.nn``.
 """
 
 from compiler.ops import nn
-from compiler.ops.conv2d import CONV2D_NCHW, CONV2D_NCHWC, out_size
+from compiler.ops.conv2d import CONV2D_NCHW, CONV2D_NCHWC, nchwc_block, out_size
 from compiler.ops.depthwise import DEPTHWISE_CONV2D
 from compiler.ops.elementwise import ELEMENTWISE, broadcast_shape
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
@@ -25,6 +28,7 @@ __all__ = [
     "KnobSpace",
     "Template",
     "broadcast_shape",
+    "nchwc_block",
     "nn",
     "out_size",
 ]

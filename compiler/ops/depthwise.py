@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.errors import CompileError
-from compiler.ops._util import pad_nchw, schedule_sliding_window, vector_choices
+from compiler.ops._util import (
+    TargetSpec,
+    pad_nchw,
+    schedule_sliding_window,
+    target_model,
+    vector_choices,
+)
 from compiler.ops.conv2d import out_size
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
@@ -28,11 +34,13 @@ def _shapes(data: Tensor, kernel: Tensor, stride: int, padding: int) -> tuple[in
     return n, c, kh, kw, out_size(h, kh, stride, padding), out_size(w, kw, stride, padding)
 
 
-def _space(data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0) -> KnobSpace:
+def _space(
+    data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0, target: TargetSpec = None
+) -> KnobSpace:
     *_, ow = _shapes(data, kernel, stride, padding)
     return KnobSpace(
         (
-            Knob("tile_ow", vector_choices(ow)),
+            Knob("tile_ow", vector_choices(ow, target_model(target).lanes)),
             Knob("vectorize", (True, False)),
             Knob("unroll_kw", (True, False)),
             Knob("parallel", (True, False)),
@@ -41,8 +49,14 @@ def _space(data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0) -> K
 
 
 def _declare(
-    data: Tensor, kernel: Tensor, cfg: Config, stride: int = 1, padding: int = 0
+    data: Tensor,
+    kernel: Tensor,
+    cfg: Config,
+    stride: int = 1,
+    padding: int = 0,
+    target: TargetSpec = None,
 ) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
     n, c, kh, kw, oh, ow = _shapes(data, kernel, stride, padding)
     padded = pad_nchw(data, padding)
     ry = te.reduce_axis(kh, "ry")

@@ -9,7 +9,7 @@ from typing import Any
 from compiler import te
 from compiler.errors import CompileError
 from compiler.expr import Expr
-from compiler.ops._util import vector_choices
+from compiler.ops._util import TargetSpec, target_model, vector_choices
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
@@ -34,11 +34,17 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _space(*inputs: Tensor, fn: Callable[..., Any], name: str = "elementwise") -> KnobSpace:
+def _space(
+    *inputs: Tensor,
+    fn: Callable[..., Any],
+    name: str = "elementwise",
+    target: TargetSpec = None,
+) -> KnobSpace:
     shape = broadcast_shape(*(t.shape for t in inputs))
+    lanes = target_model(target).lanes
     return KnobSpace(
         (
-            Knob("vector", vector_choices(shape[-1] if shape else 1)),
+            Knob("vector", vector_choices(shape[-1] if shape else 1, lanes)),
             Knob("vectorize", (True, False)),
             Knob("parallel", (True, False)),
         )
@@ -63,8 +69,13 @@ def broadcast_compute(*inputs: Tensor, fn: Callable[..., Any], name: str = "elem
 
 
 def _declare(
-    *inputs: Tensor, cfg: Config, fn: Callable[..., Any], name: str = "elementwise"
+    *inputs: Tensor,
+    cfg: Config,
+    fn: Callable[..., Any],
+    name: str = "elementwise",
+    target: TargetSpec = None,
 ) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
     out = broadcast_compute(*inputs, fn=fn, name=name)
     s = create_schedule(out)
     axes = out.op.axis

@@ -3,14 +3,17 @@ layer's weight), with ``B`` packed into panels of ``tile_n`` contiguous columns.
 
 The schedule is a register-blocked micro-kernel: a ``tile_m x tile_n`` accumulator tile held in
 a local buffer (registers, once unrolled and vectorized) across the whole ``k`` loop, fed by one
-broadcast element of ``A`` and one contiguous vector of the packed ``B`` panel per row.
+broadcast element of ``A`` and one contiguous vector of the packed ``B`` panel per row. The
+default tile is the target's (``target``: None for the host): ``tile_n`` two vectors wide,
+``tile_m`` as many rows as the accumulator budget (half the vector registers) allows, dividing
+``m`` where it can.
 """
 
 from __future__ import annotations
 
 from compiler import te
 from compiler.errors import CompileError
-from compiler.ops._util import vector_choices
+from compiler.ops._util import TargetSpec, register_rows, target_model, vector_choices
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
@@ -28,14 +31,25 @@ def _dims(a: Tensor, b: Tensor, transpose_b: bool) -> tuple[int, int, int]:
     return m, n, k
 
 
+#: Row counts of the register tile, largest first.
+_ROWS = (12, 8, 6, 4, 2, 1)
+
+
 def _space(
-    a: Tensor, b: Tensor, transpose_b: bool = False, out_dtype: str | None = None
+    a: Tensor,
+    b: Tensor,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
+    target: TargetSpec = None,
 ) -> KnobSpace:
     m, n, _ = _dims(a, b, transpose_b)
+    model = target_model(target)
+    columns = vector_choices(n, model.lanes, (2, 1, 4, 0.5))
+    rows = register_rows(model, m, -(-columns[0] // model.lanes), _ROWS, exact=True)
     return KnobSpace(
         (
-            Knob("tile_n", vector_choices(n, (32, 16, 64, 8))),
-            Knob("tile_m", tuple(t for t in (8, 4, 6, 12, 2, 1) if t <= m)),
+            Knob("tile_n", columns),
+            Knob("tile_m", (rows, *(t for t in _ROWS if t <= m and t != rows))),
             Knob("vectorize", (True, False)),
             Knob("unroll", (True, False)),
             Knob("parallel", (True, False)),
@@ -44,8 +58,14 @@ def _space(
 
 
 def _declare(
-    a: Tensor, b: Tensor, cfg: Config, transpose_b: bool = False, out_dtype: str | None = None
+    a: Tensor,
+    b: Tensor,
+    cfg: Config,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
+    target: TargetSpec = None,
 ) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
     m, n, k_extent = _dims(a, b, transpose_b)
     bn, mr = cfg["tile_n"], cfg["tile_m"]
     panels = -(-n // bn)

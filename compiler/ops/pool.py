@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from compiler import te
 from compiler.errors import CompileError
-from compiler.ops._util import pad_nchw, schedule_sliding_window, vector_choices
+from compiler.ops._util import (
+    TargetSpec,
+    pad_nchw,
+    schedule_sliding_window,
+    target_model,
+    vector_choices,
+)
 from compiler.ops.conv2d import out_size
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
@@ -31,12 +37,17 @@ def _shapes(data: Tensor, kernel: int, stride: int, padding: int, kind: str) -> 
 
 
 def _space(
-    data: Tensor, kernel: int = 2, stride: int = 2, padding: int = 0, kind: str = "max"
+    data: Tensor,
+    kernel: int = 2,
+    stride: int = 2,
+    padding: int = 0,
+    kind: str = "max",
+    target: TargetSpec = None,
 ) -> KnobSpace:
     *_, ow = _shapes(data, kernel, stride, padding, kind)
     return KnobSpace(
         (
-            Knob("tile_ow", vector_choices(ow)),
+            Knob("tile_ow", vector_choices(ow, target_model(target).lanes)),
             Knob("vectorize", (True, False)),
             Knob("parallel", (True, False)),
         )
@@ -65,8 +76,15 @@ def pool2d_compute(
 
 
 def _declare(
-    data: Tensor, cfg: Config, kernel: int = 2, stride: int = 2, padding: int = 0, kind: str = "max"
+    data: Tensor,
+    cfg: Config,
+    kernel: int = 2,
+    stride: int = 2,
+    padding: int = 0,
+    kind: str = "max",
+    target: TargetSpec = None,
 ) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
     out, padded = pool2d_compute(data, kernel, stride, padding, kind)
     ry, rx = out.op.reduce_axis
     s = create_schedule(out)
