@@ -11,7 +11,7 @@ EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks
 APT_PACKAGES := yosys gcc g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 
-.PHONY: all setup system-deps demo test test-gpu lint unit bench clean
+.PHONY: all setup system-deps demo test test-gpu lint unit bench mutate clean
 
 all: test
 
@@ -48,6 +48,12 @@ test-gpu: setup
 	$(PY) -m pytest -n 0 -m gpu tests/compiler/gpu
 
 test: lint unit
+
+# Mutation testing of isa/, simulator/ and compiler/ (tools/mutate.py), on demand and not part of
+# `make test`: a random sample of mutants per package; MUTATE_ARGS="--sample 0" runs all of them.
+MUTATE_ARGS ?= --sample 20
+mutate: setup
+	$(PY) tools/mutate.py $(MUTATE_ARGS)
 
 bench: setup
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"

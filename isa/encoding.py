@@ -58,8 +58,7 @@ def _as_word(word: object, width: int, what: str) -> int:
 
 
 def _decode_record(word: int, fmt: Format, name: str) -> dict[str, object]:
-    if not 0 <= word < (1 << fmt.width):
-        raise EncodingError(f"word {word:#x} is not a {fmt.width}-bit unsigned integer", insn=name)
+    """The field values of ``word``, already a ``fmt.width``-bit integer (:func:`_as_word`)."""
     reserved = word & fmt.reserved_mask
     if reserved:
         raise EncodingError(

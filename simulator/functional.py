@@ -43,6 +43,13 @@ from isa import (
     pushed_tokens,
     stage_of,
 )
+from simulator.arguments import (
+    config_problem,
+    dram_problem,
+    flag_problem,
+    module_order_problem,
+    program_problem,
+)
 from simulator.errors import Blocked, DeadlockError, SimulationError, describe
 from simulator.events import Counters, Event, RunResult
 from simulator.exact import one_blas_thread
@@ -81,8 +88,13 @@ class FunctionalSimulator:
         detect_races: bool = True,
         module_order: Sequence[Stage] = _DEFAULT_ORDER,
     ) -> None:
-        if sorted(module_order) != sorted(Stage):
-            raise SimulationError(f"module_order {module_order!r} must list each stage once")
+        problem = (
+            config_problem(cfg)
+            or flag_problem("detect_races", detect_races)
+            or module_order_problem(module_order)
+        )
+        if problem:
+            raise SimulationError(problem)
         self.cfg = cfg
         self.detect_races = detect_races
         self.module_order = tuple(Stage(s) for s in module_order)
@@ -94,7 +106,9 @@ class FunctionalSimulator:
         ``dram``; a sequence of instruction records (or 128-bit words) runs with DRAM as it is.
         Raises SimulationError (DeadlockError, RaceError) naming the instruction.
         """
-        _check_dram(dram)
+        problem = program_problem(program) or dram_problem(dram)
+        if problem:
+            raise SimulationError(problem)
         if isinstance(program, Program):
             try:
                 check_config(program.config, self.cfg)
@@ -163,17 +177,6 @@ class FunctionalSimulator:
             problem = _memory_problem(insn)
             if problem:
                 raise SimulationError(problem, index=index, insn=insn)
-
-
-def _check_dram(dram: object) -> None:
-    if not (
-        isinstance(dram, np.ndarray)
-        and dram.dtype == np.uint8
-        and dram.ndim == 1
-        and dram.flags.c_contiguous
-        and dram.flags.writeable
-    ):
-        raise SimulationError("dram must be a writeable, contiguous 1-D numpy uint8 array")
 
 
 def _memory_problem(insn: MemInsn) -> str | None:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
+from simulator.arguments import config_problem, flag_problem, timing_problem
 from simulator.errors import SimulationError
 from simulator.events import Event, RunResult, StoreEvent
 from simulator.functional import FunctionalSimulator
@@ -57,6 +58,9 @@ class CycleSimulator:
         stepped: bool = False,
         detect_races: bool = True,
     ) -> None:
+        problem = config_problem(cfg) or timing_problem(timing) or flag_problem("stepped", stepped)
+        if problem:
+            raise SimulationError(problem)
         self.cfg = cfg
         self.timing = timing if timing is not None else TimingConfig()
         self.stepped = stepped

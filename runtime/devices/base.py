@@ -18,8 +18,18 @@ import numpy as np
 
 from isa import AccelConfig, Program, VtaforgeError
 from simulator import Counters
+from simulator.arguments import config_problem, dram_problem, program_problem
 
-__all__ = ["Device", "DeviceError", "DeviceKind", "Job", "RunStats", "check_dram"]
+__all__ = [
+    "Device",
+    "DeviceError",
+    "DeviceKind",
+    "Job",
+    "RunStats",
+    "check_jobs",
+    "check_run",
+    "refuse",
+]
 
 
 class DeviceKind(StrEnum):
@@ -68,6 +78,7 @@ class Device(ABC):
     kind: DeviceKind
 
     def __init__(self, cfg: AccelConfig) -> None:
+        refuse(config_problem(cfg))
         self.cfg = cfg
 
     @abstractmethod
@@ -75,20 +86,41 @@ class Device(ABC):
         """Run ``program`` against ``dram`` (changed in place); see the module docstring."""
 
     def run_many(self, jobs: Sequence[Job]) -> list[RunStats]:
-        """Run each program against its own DRAM, in order; one stats record per job."""
+        """Run each program against its own DRAM, in order; one stats record per job. Every job
+        is checked (:func:`check_jobs`) before the first runs."""
+        check_jobs(jobs)
         return [self.run(program, dram) for program, dram in jobs]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.kind.value} {self.cfg.fingerprint}>"
 
 
-def check_dram(dram: object) -> None:
-    """Raise DeviceError unless ``dram`` is a 1-D numpy array of uint8."""
-    if not (isinstance(dram, np.ndarray) and dram.dtype == np.uint8 and dram.ndim == 1):
-        raise DeviceError(f"dram must be a 1-D numpy array of uint8, not {_describe(dram)}")
+def check_run(program: object, dram: object) -> None:
+    """Raise DeviceError unless ``program`` is an :class:`isa.Program` and ``dram`` a plain,
+    writeable, contiguous 1-D numpy array of uint8 (:func:`simulator.arguments.dram_problem`:
+    one rule for both layers, each raising its own error)."""
+    refuse(program_problem(program, records=False) or dram_problem(dram))
 
 
-def _describe(value: object) -> str:
-    if isinstance(value, np.ndarray):
-        return f"an array of {value.dtype} with shape {value.shape}"
+def check_jobs(jobs: object) -> None:
+    """Raise DeviceError unless ``jobs`` is a list or tuple of ``(program, dram)`` pairs that
+    :func:`check_run` accepts; the message names the first bad job's index."""
+    if not isinstance(jobs, list | tuple):
+        raise DeviceError(f"jobs must be a list of (program, dram) pairs, not {_name(jobs)}")
+    for index, job in enumerate(jobs):
+        if not isinstance(job, tuple | list) or len(job) != 2:
+            raise DeviceError(f"job {index} must be a (program, dram) pair, not {_name(job)}")
+        try:
+            check_run(*job)
+        except DeviceError as err:
+            raise DeviceError(f"job {index}: {err}") from None
+
+
+def refuse(problem: str | None) -> None:
+    """Raise DeviceError with ``problem``, a ``simulator.arguments`` check's answer, if any."""
+    if problem:
+        raise DeviceError(problem)
+
+
+def _name(value: object) -> str:
     return type(value).__name__

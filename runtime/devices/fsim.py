@@ -8,8 +8,9 @@ import time
 import numpy as np
 
 from isa import AccelConfig, Program
-from runtime.devices.base import Device, DeviceKind, RunStats, check_dram
+from runtime.devices.base import Device, DeviceKind, RunStats, check_run, refuse
 from simulator import FunctionalSimulator
+from simulator.arguments import flag_problem
 
 __all__ = ["FunctionalDevice"]
 
@@ -22,11 +23,12 @@ class FunctionalDevice(Device):
 
     def __init__(self, cfg: AccelConfig, *, detect_races: bool = True) -> None:
         super().__init__(cfg)
+        refuse(flag_problem("detect_races", detect_races))
         self._simulator = FunctionalSimulator(cfg, detect_races=detect_races)
 
     def run(self, program: Program, dram: np.ndarray) -> RunStats:
         """Run ``program`` (raises the simulator's SimulationError for a program it refuses)."""
-        check_dram(dram)
+        check_run(program, dram)
         started = time.perf_counter()
         result = self._simulator.run(program, dram)
         return RunStats(self.kind, time.perf_counter() - started, counters=result.counters)

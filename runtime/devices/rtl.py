@@ -29,7 +29,7 @@ from isa import (
     config_id,
 )
 from runtime.devices import rtl_jobs
-from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats, check_dram
+from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats, check_jobs
 from runtime.devices.rtl_build import build_model, default_cache_dir, verilator_runner
 
 __all__ = ["AXI_RAM_TIMING", "RtlDevice", "RtlRunError"]
@@ -74,15 +74,19 @@ class RtlDevice(Device):
         seed: int = 0,
         max_cycles: int = 20_000_000,
     ) -> None:
-        if not 0.0 < ready_probability <= 1.0:
-            raise DeviceError(f"ready_probability {ready_probability} must be in (0, 1]")
-        if max_cycles < 1:
-            raise DeviceError(f"max_cycles {max_cycles} must be at least 1")
+        if not (_is_number(ready_probability, float) and 0.0 < ready_probability <= 1.0):
+            raise DeviceError(f"ready_probability {ready_probability!r} must be in (0, 1]")
+        if not (_is_number(max_cycles, int) and max_cycles >= 1):
+            raise DeviceError(f"max_cycles {max_cycles!r} must be an integer of at least 1")
+        if not _is_number(seed, int):
+            raise DeviceError(f"seed {seed!r} must be an integer")
+        if cache_dir is not None and not isinstance(cache_dir, str | Path):
+            raise DeviceError(f"cache_dir must be a path or None, not a {type(cache_dir).__name__}")
         super().__init__(cfg)
         self.ready_probability = ready_probability
         self.seed = seed
         self.max_cycles = max_cycles
-        self.build_dir = build_model(cfg, cache_dir or default_cache_dir())
+        self.build_dir = build_model(cfg, Path(cache_dir) if cache_dir else default_cache_dir())
 
     @property
     def memory_timing(self) -> TimingConfig | None:
@@ -97,6 +101,7 @@ class RtlDevice(Device):
     def run_many(self, jobs: Sequence[Job]) -> list[RunStats]:
         """Run every job in one simulator process; raises RtlRunError after the batch if any
         failed (the others' DRAM holds their results)."""
+        check_jobs(jobs)
         batch = rtl_jobs.Batch(
             jobs=tuple(self._job(index, *job) for index, job in enumerate(jobs)),
             config_id=config_id(self.cfg),
@@ -131,9 +136,6 @@ class RtlDevice(Device):
     def _job(self, index: int, program: Program, dram: np.ndarray) -> rtl_jobs.RtlJob:
         """The memory image of one job, after the checks a driver makes before launching."""
         try:
-            check_dram(dram)
-            if not isinstance(program, Program):
-                raise DeviceError(f"expected an isa.Program, not {type(program).__name__}")
             check_config(program.config, self.cfg)
             if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
                 raise DeviceError("the program must end with FINISH, or it never raises done")
@@ -173,6 +175,12 @@ class RtlDevice(Device):
                 raise DeviceError(f"the simulator left no outcomes:\n{_tail(log)}")
             outcomes = rtl_jobs.load(outcomes_path)
         return outcomes
+
+
+def _is_number(value: object, kind: type) -> bool:
+    """``value`` is an int (``kind`` int) or a real number (``kind`` float), never a bool."""
+    allowed = (int, np.integer) if kind is int else (int, float, np.integer, np.floating)
+    return isinstance(value, allowed) and not isinstance(value, bool | np.bool_)
 
 
 def _tail(log: Path, lines: int = 30) -> str:

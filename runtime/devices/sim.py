@@ -9,8 +9,9 @@ import time
 import numpy as np
 
 from isa import AccelConfig, Program, TimingConfig
-from runtime.devices.base import Device, DeviceKind, RunStats, check_dram
+from runtime.devices.base import Device, DeviceKind, RunStats, check_run, refuse
 from simulator import CycleSimulator, CycleStats
+from simulator.arguments import flag_problem, timing_problem
 
 __all__ = ["CycleDevice"]
 
@@ -27,13 +28,14 @@ class CycleDevice(Device):
         self, cfg: AccelConfig, *, timing: TimingConfig | None = None, detect_races: bool = True
     ) -> None:
         super().__init__(cfg)
+        refuse(timing_problem(timing) or flag_problem("detect_races", detect_races))
         self.timing = timing if timing is not None else TimingConfig()
         self._simulator = CycleSimulator(cfg, self.timing, detect_races=detect_races)
         self.last_stats: CycleStats | None = None
 
     def run(self, program: Program, dram: np.ndarray) -> RunStats:
         """Run ``program`` (raises the simulators' SimulationError for a program they refuse)."""
-        check_dram(dram)
+        check_run(program, dram)
         started = time.perf_counter()
         stats = self._simulator.run(program, dram)
         self.last_stats = stats

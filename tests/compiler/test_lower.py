@@ -194,7 +194,7 @@ def test_tensorized_matmul_runs_the_intrinsic_correctly():
     s, args = _tensorized_matmul(_dot_intrinsic())
     rng = np.random.default_rng(3)
     a, b = rng.random((6, 16), np.float32), rng.random((16, 32), np.float32)
-    c = np.zeros((6, 32), np.float32)
+    c = np.full((6, 32), np.nan, np.float32)  # not zeros: a lost initialisation must show
     f = build(s, args)
     assert "dot4x16" in f.module.ir_text
     f(a, b, c)

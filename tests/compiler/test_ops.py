@@ -19,6 +19,7 @@ from compiler.ops import (
     KnobSpace,
 )
 from tests.compiler import reference
+from tests.guards import guarded_like
 
 FEW = settings(max_examples=8, deadline=None)
 
@@ -38,8 +39,11 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str = "floa
 
 
 def _run(schedule, args, arrays, threads: int = 2) -> np.ndarray:
-    build(schedule, args)(*arrays, num_threads=threads)
-    return arrays[-1]
+    """Run the built function; its output (``arrays[-1]`` gives the shape and dtype) is a
+    guarded, poisoned buffer, so a write past it or an element never written is caught."""
+    out = guarded_like(arrays[-1])
+    build(schedule, args)(*arrays[:-1], out.array, num_threads=threads)
+    return out.checked()
 
 
 @FEW

@@ -330,7 +330,7 @@ def test_whole_program_errors():
     sim = FunctionalSimulator(TINY)
     with pytest.raises(SimulationError, match="the program is empty"):
         sim.run([], np.zeros(16, np.uint8))
-    with pytest.raises(SimulationError, match="1-D numpy uint8"):
+    with pytest.raises(SimulationError, match="1-D numpy array of uint8"):
         sim.run([FinishInsn()], np.zeros(16, np.int32))
     default = Program(AccelConfig(), [FinishInsn()])
     with pytest.raises(SimulationError, match="block_in 16 != 4"):

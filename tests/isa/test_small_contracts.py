@@ -1,0 +1,24 @@
+"""Small contracts of the ISA package that mutation testing found unpinned (issue 17 item 18):
+every bit of a control or status register's flags is its own, and an assembly assignment with
+an empty name or value is refused as such."""
+
+from __future__ import annotations
+
+import pytest
+
+from isa import AccelConfig, AssemblyError, Control, ErrorFlag, ModuleFlag, Status, assemble
+
+
+@pytest.mark.parametrize("flags", [Control, Status, ErrorFlag, ModuleFlag])
+def test_register_flags_are_distinct_single_bits(flags):
+    values = [int(member) for member in flags.__members__.values()]  # zero members too
+    assert all(value > 0 and value & (value - 1) == 0 for value in values), values
+    assert len(set(values)) == len(values)
+
+
+@pytest.mark.parametrize("token", ["x_size=", "=3", "x_size"])
+def test_an_assignment_without_a_name_or_a_value_is_refused(token):
+    cfg = AccelConfig.preset("tiny")
+    line = f"LOAD memory_type=INP sram_base=0 dram_base=0 y_size=1 x_stride=1 {token}"
+    with pytest.raises(AssemblyError, match=f"expected name=value, got {token!r}"):
+        assemble(f".config {' '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}\n{line}\n")
