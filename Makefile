@@ -41,7 +41,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 unit: setup
-	$(PY) -m pytest $(PYTEST_ARGS) -m "not gpu"
+	$(PY) -m pytest $(PYTEST_ARGS) -m "not gpu and not ecp5"
 
 # The tests that run kernels on an NVIDIA GPU (they fail, not skip, where there is none).
 test-gpu: setup

@@ -1,4 +1,51 @@
-"""FPGA flows: board platforms, Vivado build plans with the Zynq processing system, resource and
-timing estimates, and the open-source flow where a board allows it."""
+"""FPGA flows: board descriptions (:mod:`fpga.boards`), the accelerator's ports as a board
+design sees them (:mod:`fpga.signature`), the Vivado build plan of a Zynq board with its
+processing system (:mod:`fpga.vivado`, written and run by :mod:`fpga.build`), and the
+open-toolchain build of an ECP5 board (:mod:`fpga.ecp5`).
 
-__all__: list[str] = []
+``fpga`` imports ``hw`` (and Amaranth); nothing below it imports ``fpga``. The names are
+imported on first use (PEP 562), so the ``vtaforge fpga`` command registers without loading
+Amaranth.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each public name and the module that defines it.
+_SOURCES = {
+    "BOARDS": "fpga.boards",
+    "AcceleratorSignature": "fpga.signature",
+    "Board": "fpga.boards",
+    "Ecp5Build": "fpga.ecp5",
+    "Ecp5Device": "fpga.boards",
+    "Family": "fpga.boards",
+    "FpgaError": "fpga.errors",
+    "Port": "fpga.signature",
+    "PsPort": "fpga.boards",
+    "VivadoPlan": "fpga.vivado",
+    "VivadoProject": "fpga.build",
+    "ZynqPs": "fpga.boards",
+    "accelerator_signature": "fpga.signature",
+    "board": "fpga.boards",
+    "build_ecp5": "fpga.ecp5",
+    "project_tcl": "fpga.vivado",
+    "run_vivado": "fpga.build",
+    "write_vivado_project": "fpga.build",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    module = _SOURCES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fpga' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

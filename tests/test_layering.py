@@ -19,7 +19,7 @@ ALLOWED = {
     "hw": {"isa"},
     "compiler": {"isa", "simulator", "runtime"},
     "runtime": {"isa", "simulator", "hw"},
-    "fpga": {"isa", "hw"},
+    "fpga": {"isa", "hw", "runtime"},  # runtime: the command-line plumbing
 }
 #: Imports allowed only inside functions (a board without Amaranth must import runtime).
 LAZY_ONLY = {("runtime", "hw")}

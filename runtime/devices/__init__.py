@@ -6,7 +6,9 @@ has them), and whose ``run_many`` runs a batch. Kinds (:class:`DeviceKind`): ``"
 functional simulator; ``"sim"``, the cycle-level simulator (``timing=`` an ``isa.TimingConfig``;
 ``RtlDevice.memory_timing`` reproduces the RTL device's cycles); ``"rtl"``, the Verilated RTL
 behind AXI (needs the ``rtl`` extra and a
-C++ compiler; its first opening per configuration builds the model, about a minute).
+C++ compiler; its first opening per configuration builds the model, about a minute);
+``"pynq"``, the bitstream on a PYNQ board (``bitstream=`` the ``.bit`` that ``vtaforge fpga
+build`` exports; it needs the ``pynq`` package, which exists only on the board).
 
 :class:`CudaDevice` is of another kind: it runs PTX kernels (``compiler.build(...,
 target="cuda")``) on an NVIDIA GPU through the CUDA driver, and raises DeviceError where there is
@@ -22,6 +24,7 @@ from isa import AccelConfig
 from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats
 from runtime.devices.cuda import CudaDevice, CudaKernel
 from runtime.devices.fsim import FunctionalDevice
+from runtime.devices.pynq import PynqDevice
 from runtime.devices.rtl import AXI_RAM_TIMING, RtlDevice, RtlRunError
 from runtime.devices.sim import CycleDevice
 
@@ -36,6 +39,7 @@ __all__ = [
     "DeviceKind",
     "FunctionalDevice",
     "Job",
+    "PynqDevice",
     "RtlDevice",
     "RtlRunError",
     "RunStats",
@@ -47,6 +51,7 @@ DEVICES: dict[DeviceKind, Callable[..., Device]] = {
     DeviceKind.FSIM: FunctionalDevice,
     DeviceKind.SIM: CycleDevice,
     DeviceKind.RTL: RtlDevice,
+    DeviceKind.PYNQ: PynqDevice,
 }
 
 

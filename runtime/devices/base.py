@@ -16,7 +16,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from isa import AccelConfig, Program, VtaforgeError
+from isa import AccelConfig, FinishInsn, Program, VtaforgeError, check_config
 from simulator import Counters
 from simulator.arguments import config_problem, dram_problem, program_problem
 
@@ -28,6 +28,7 @@ __all__ = [
     "RunStats",
     "check_jobs",
     "check_run",
+    "prepare_launch",
     "refuse",
 ]
 
@@ -38,6 +39,7 @@ class DeviceKind(StrEnum):
     FSIM = "fsim"  # the functional simulator: bit-exact, no time
     SIM = "sim"  # the cycle-level simulator: the functional simulator's bytes, the RTL's cycles
     RTL = "rtl"  # the Verilated RTL behind AXI, driven by cocotb
+    PYNQ = "pynq"  # the bitstream on a PYNQ board (runtime.devices.pynq)
 
 
 class DeviceError(VtaforgeError):
@@ -114,6 +116,22 @@ def check_jobs(jobs: object) -> None:
             check_run(*job)
         except DeviceError as err:
             raise DeviceError(f"job {index}: {err}") from None
+
+
+def prepare_launch(program: Program, cfg: AccelConfig, dram: np.ndarray) -> None:
+    """What a driver does before launching ``program`` on hardware configured as ``cfg``: check
+    that the program's configuration is compatible and that it ends with FINISH (without one the
+    accelerator never raises done), then write its micro-op table and segments into ``dram``.
+    Raises DeviceError."""
+    try:
+        check_config(program.config, cfg)
+        if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
+            raise DeviceError("the program must end with FINISH, or it never raises done")
+        program.write_to(dram)
+    except DeviceError:
+        raise
+    except VtaforgeError as err:
+        raise DeviceError(str(err)) from err
 
 
 def refuse(problem: str | None) -> None:

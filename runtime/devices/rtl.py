@@ -21,15 +21,20 @@ import numpy as np
 
 from isa import (
     AccelConfig,
-    FinishInsn,
     Program,
     TimingConfig,
-    VtaforgeError,
-    check_config,
     config_id,
 )
 from runtime.devices import rtl_jobs
-from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats, check_jobs
+from runtime.devices.base import (
+    Device,
+    DeviceError,
+    DeviceKind,
+    Job,
+    RunStats,
+    check_jobs,
+    prepare_launch,
+)
 from runtime.devices.rtl_build import build_model, default_cache_dir, verilator_runner
 
 __all__ = ["AXI_RAM_TIMING", "RtlDevice", "RtlRunError"]
@@ -136,11 +141,8 @@ class RtlDevice(Device):
     def _job(self, index: int, program: Program, dram: np.ndarray) -> rtl_jobs.RtlJob:
         """The memory image of one job, after the checks a driver makes before launching."""
         try:
-            check_config(program.config, self.cfg)
-            if not program.instructions or not isinstance(program.instructions[-1], FinishInsn):
-                raise DeviceError("the program must end with FINISH, or it never raises done")
-            program.write_to(dram)
-        except VtaforgeError as err:
+            prepare_launch(program, self.cfg, dram)
+        except DeviceError as err:
             raise DeviceError(f"job {index}: {err}") from err
         return rtl_jobs.RtlJob.layout(
             dram.tobytes(), program.instruction_bytes(), len(program.instructions)

@@ -4,10 +4,11 @@
 For a :class:`~runtime.devices.rtl_jobs.Batch` (plusarg ``+vtaforge_batch=PATH``) it checks the
 hardware's identity registers once, then for each job: resets the accelerator and zeroes its
 SRAM buffers (through VPI: each job starts as on a freshly opened device), puts the job's
-memory image behind a cocotbext-axi ``AxiRam`` on ``m_axi``, programs the control registers
-through an ``AxiLiteMaster`` on ``s_axi`` as a driver would (``INSN_COUNT``, ``INSN_ADDR``,
-``CONTROL = START | IRQ_ENABLE``), waits for the interrupt (or the cycle limit), and reads back
-``CYCLES``, the beat counters and ``ERROR``. The outcomes go to ``+vtaforge_outcomes=PATH``.
+memory image behind a cocotbext-axi ``AxiRam`` on ``m_axi``, and runs the board driver's
+control protocol (:class:`runtime.devices.control.Controller`, here with an ``AxiLiteMaster`` on
+``s_axi`` as its register bus): ``INSN_COUNT``, ``INSN_ADDR``, ``CONTROL = START |
+IRQ_ENABLE``, the interrupt (or the cycle limit), then ``ERROR``, ``CYCLES`` and the beat
+counters. The outcomes go to ``+vtaforge_outcomes=PATH``.
 The test itself never fails: every problem is an outcome's ``error``, for the host to raise.
 """
 
@@ -23,16 +24,19 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from cocotbext.axi.constants import AxiResp
 
-from isa import MAGIC, REGISTER_MAP_VERSION, Control, ErrorFlag, MemId, Register, Status
+from isa import MemId, Register
 from runtime.devices import rtl_jobs
+from runtime.devices.control import ControlError, Controller, RegisterBus
 
 __all__ = ["run_batch"]
 
 _PERIOD_NS = 10
 _RESET_CYCLES = 4
+_POLL_CYCLES = 16
 #: The SRAM buffers of SEMANTICS 1, as the hardware names its memories (``hw.top``, ``hw.compute``).
 _BUFFER_NAMES = frozenset(
     f"{mem.name.lower()}_mem" for mem in (MemId.UOP, MemId.INP, MemId.WGT, MemId.ACC, MemId.OUT)
@@ -104,13 +108,18 @@ class _Buffers:
             row.value = 0
 
 
-class _Host:
-    """The driver's view: register reads and writes on ``s_axi``."""
+class _Bus(RegisterBus):
+    """The driver's view (:class:`~runtime.devices.control.RegisterBus`): register reads and
+    writes on ``s_axi``, the ``irq`` line, and a limit of ``max_cycles`` from the launch."""
 
-    def __init__(self, dut) -> None:
+    def __init__(self, dut, max_cycles: int) -> None:
+        self.dut = dut
         self.bus = AxiLiteMaster(
             AxiLiteBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn, reset_active_level=False
         )
+        self.max_cycles = max_cycles
+        self.time_limit = f"{max_cycles} cycles"
+        self._launched = 0  # the simulation time of the launch, in ns
 
     async def read(self, register: Register) -> int:
         response = await self.bus.read(register, 4)
@@ -123,9 +132,23 @@ class _Host:
         if response.resp != AxiResp.OKAY:
             raise RuntimeError(f"writing {register.name} answered {response.resp.name}")
 
-    async def snapshot(self) -> dict[str, int]:
-        """Every readable register, by name (for an error report)."""
-        return {register.name: await self.read(register) for register in Register}
+    def started(self) -> None:
+        self._launched = round(get_sim_time("ns"))
+
+    def _left_ns(self) -> int:
+        return self.max_cycles * _PERIOD_NS - round(get_sim_time("ns") - self._launched)
+
+    async def wait_interrupt(self) -> bool:
+        if self.dut.irq.value:
+            return True
+        if self._left_ns() <= 0:
+            return False
+        timeout = Timer(self._left_ns(), unit="ns")
+        return await First(RisingEdge(self.dut.irq), timeout) is not timeout
+
+    async def pause(self) -> bool:
+        await ClockCycles(self.dut.aclk, _POLL_CYCLES)
+        return self._left_ns() > 0
 
 
 @cocotb.test()
@@ -137,7 +160,8 @@ async def run_batch(dut) -> None:
     batch = rtl_jobs.load(batch_path)
     Clock(dut.aclk, _PERIOD_NS, unit="ns").start()
     dut.aresetn.value = 0
-    host = _Host(dut)
+    bus = _Bus(dut, batch.max_cycles)
+    controller = Controller(bus, batch.config_id)
     memory = _Memory(1 << len(dut.m_axi_araddr))
     ram = AxiRam(
         AxiBus.from_prefix(dut, "m_axi"),
@@ -152,11 +176,11 @@ async def run_batch(dut) -> None:
     try:
         buffers = _Buffers(dut)
         await _reset(dut)
-        await _check_identity(host, batch.config_id)
+        await controller.identify()
         for job in batch.jobs:
             memory.load(job)
             buffers.clear()
-            outcomes.append(await _run_job(dut, host, memory, job, batch.max_cycles))
+            outcomes.append(await _run_job(dut, controller, memory, job))
     except Exception:
         error = traceback.format_exc(limit=-3)
         outcomes += [rtl_jobs.RtlOutcome(error=error)] * (len(batch.jobs) - len(outcomes))
@@ -170,51 +194,24 @@ async def _reset(dut) -> None:
     await RisingEdge(dut.aclk)
 
 
-async def _check_identity(host: _Host, expected_id: int) -> None:
-    """What a board driver checks first: a vtaforge accelerator, this register map, this
-    configuration."""
-    magic = await host.read(Register.MAGIC)
-    version = await host.read(Register.VERSION)
-    found_id = await host.read(Register.CONFIG_ID)
-    if magic != MAGIC or version != REGISTER_MAP_VERSION:
-        raise RuntimeError(f"not a vtaforge accelerator (MAGIC {magic:#x}, VERSION {version})")
-    if found_id != expected_id:
-        raise RuntimeError(
-            f"the hardware was built for configuration id {found_id:#010x}, not {expected_id:#010x}"
-        )
-
-
 async def _run_job(
-    dut, host: _Host, memory: _Memory, job: rtl_jobs.RtlJob, max_cycles: int
+    dut, controller: Controller, memory: _Memory, job: rtl_jobs.RtlJob
 ) -> rtl_jobs.RtlOutcome:
-    """One job, from reset to its outcome."""
+    """One job, from reset to its outcome, through the driver's control protocol."""
     started = time.perf_counter()
     await _reset(dut)
-    await host.write(Register.INSN_COUNT, job.insn_count)
-    await host.write(Register.INSN_ADDR_LO, job.insn_addr & 0xFFFF_FFFF)
-    await host.write(Register.INSN_ADDR_HI, job.insn_addr >> 32)
-    await host.write(Register.CONTROL, Control.START | Control.IRQ_ENABLE)
-    if not dut.irq.value:
-        timeout = Timer(max_cycles * _PERIOD_NS, unit="ns")
-        if await First(RisingEdge(dut.irq), timeout) is timeout:
-            return rtl_jobs.RtlOutcome(
-                error=f"did not finish within {max_cycles} cycles",
-                registers=await host.snapshot(),
-            )
-    errors = ErrorFlag(await host.read(Register.ERROR))
-    status = Status(await host.read(Register.STATUS))
-    if errors or memory.fault or Status.DONE not in status:
-        problems = [flag.name for flag in ErrorFlag if flag in errors]
-        message = f"the accelerator reported {', '.join(problems) or f'STATUS {status!r}'}"
-        return rtl_jobs.RtlOutcome(
-            error=message + (f": {memory.fault}" if memory.fault else ""),
-            registers=await host.snapshot(),
-        )
+    try:
+        finished = await controller.run(job.insn_addr, job.insn_count)
+    except ControlError as err:
+        fault = f": {memory.fault}" if memory.fault else ""
+        return rtl_jobs.RtlOutcome(error=f"{err}{fault}", registers=err.registers)
+    if memory.fault:
+        return rtl_jobs.RtlOutcome(error=memory.fault, registers=await controller.snapshot())
     return rtl_jobs.RtlOutcome(
         dram=bytes(memory.data[: job.dram_bytes]),
-        cycles=await host.read(Register.CYCLES),
-        read_beats=await host.read(Register.READ_BEATS),
-        write_beats=await host.read(Register.WRITE_BEATS),
+        cycles=finished.cycles,
+        read_beats=finished.read_beats,
+        write_beats=finished.write_beats,
         wall_seconds=time.perf_counter() - started,
     )
 
