@@ -26,7 +26,8 @@ from compiler.accel.ops import CONV2D
 from compiler.build import build
 from compiler.errors import CompileError
 from compiler.te import placeholder
-from isa import AccelConfig
+from isa import AccelConfig, VtaforgeError
+from runtime.cli_common import check_output_dir
 
 __all__ = ["conv_demo", "main"]
 
@@ -134,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out"), help="trace and plots (out/)")
     parser.add_argument("--small", action="store_true", help="an 8x8 layer instead of C2")
     args = parser.parse_args(argv)
-    return 0 if conv_demo(AccelConfig.resolve(args.config), args.out, args.small) else 1
+    try:  # before any simulation: a bad configuration or output folder ends it at once
+        cfg = AccelConfig.resolve(args.config)
+        check_output_dir(args.out, "--out")
+    except VtaforgeError as err:
+        parser.error(str(err))
+    return 0 if conv_demo(cfg, args.out, args.small) else 1
 
 
 if __name__ == "__main__":
