@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks
+EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks,tune
 # gcc: `cc` links the compiler's shared libraries (tests/compiler/test_codegen.py).
 APT_PACKAGES := yosys gcc g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2

@@ -166,7 +166,7 @@ def accel_op(env: Env, graph: Graph, node: Node) -> AccelOp:
             _require(dtype == "int8", f"the configuration's operands are {dtype}, not int8")
         _require(env.BLOCK_IN == env.BLOCK_OUT, "BLOCK_IN differs from BLOCK_OUT")
         op = builder(env, graph, node)
-        config = op.template.space(*op.placeholders, env=env, **op.params).default()
+        config = op.template.chosen(*op.placeholders, env=env, **op.params)
     except CompileError as err:
         raise CompileError(err.detail, node=node.name, op=node.op.value) from None
     return replace(op, config=config)

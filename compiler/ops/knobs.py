@@ -2,13 +2,16 @@
 
 A template declares, for given input shapes, a :class:`KnobSpace` of named :class:`Knob`\\ s;
 a configuration is a mapping from knob name to one of its choices. The first choice of every knob
-is the template's default (good without tuning).
+is the template's default (good without tuning). Inside :func:`choosing` (tuning records'
+``apply_history_best``), a template called without a configuration takes the chooser's.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +19,22 @@ from compiler.errors import CompileError
 from compiler.schedule import Schedule
 from compiler.te import Tensor
 
-__all__ = ["Config", "Knob", "KnobSpace", "Template"]
+__all__ = ["Chooser", "Config", "Knob", "KnobSpace", "Template", "choosing"]
 
 Config = Mapping[str, Any]
+#: ``chooser(template, inputs, params)``: the knobs to use for this instance, or None.
+Chooser = Callable[["Template", tuple[Tensor, ...], dict[str, Any]], "Config | None"]
+_CHOOSER: ContextVar[Chooser | None] = ContextVar("knob_chooser", default=None)
+
+
+@contextmanager
+def choosing(chooser: Chooser) -> Iterator[None]:
+    """Within the block, templates called without a configuration ask ``chooser`` first."""
+    token = _CHOOSER.set(chooser)
+    try:
+        yield
+    finally:
+        _CHOOSER.reset(token)
 
 
 @dataclass(frozen=True)
@@ -75,5 +91,12 @@ class Template:
     def __call__(
         self, *inputs: Tensor, config: Config | None = None, **params: Any
     ) -> tuple[Schedule, Tensor]:
-        chosen = self.space(*inputs, **params).resolve(config, self.name)
-        return self.declare(*inputs, cfg=chosen, **params)
+        return self.declare(*inputs, cfg=self.chosen(*inputs, config=config, **params), **params)
+
+    def chosen(self, *inputs: Tensor, config: Config | None = None, **params: Any) -> dict:
+        """The complete knobs for these inputs: ``config``, else the chooser's (inside
+        :func:`choosing`), else the defaults."""
+        chooser = _CHOOSER.get()
+        if config is None and chooser is not None:
+            config = chooser(self, inputs, params)
+        return self.space(*inputs, **params).resolve(config, self.name)

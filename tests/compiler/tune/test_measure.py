@@ -1,0 +1,73 @@
+"""Measurement: results checked against the reference, faults isolated in the worker."""
+
+from __future__ import annotations
+
+from compiler.tune import MeasureOptions, Space, measure_candidate, tune
+from tests.compiler.tune.helpers import (
+    MATMUL_SLICE,
+    accel_conv_task,
+    faulty_task,
+    matmul_task,
+    sabotage,
+)
+
+
+def test_crash_hang_and_wrong_answer_are_recorded_and_the_run_goes_on(tmp_path):
+    task = faulty_task()
+    records = tmp_path / "faults.jsonl"
+    # the hang costs the whole timeout; generous, so a loaded machine does not time out the rest
+    options = MeasureOptions(timeout=5.0, prepare=sabotage, repeat=1, min_repeat_ms=1)
+    result = tune(
+        task,
+        trials=10,
+        tuner="grid",
+        records=records,
+        options=options,
+        restrict={"vectorize": (True,)},
+    )
+    outcome = {knobs["fault"]: r for knobs, r in result.trials}
+    assert list(outcome) == ["exit", "segv", "hang", "wrong", "none"]  # grid order, each once
+    assert outcome["exit"].error == "crash" and "exit status 3" in outcome["exit"].message
+    assert outcome["segv"].error == "crash" and "SIGSEGV" in outcome["segv"].message
+    assert outcome["hang"].error == "timeout"
+    assert outcome["wrong"].error == "wrong_answer"
+    assert outcome["none"].ok and outcome["none"].cost > 0  # measured after all the faults
+    assert result.best[0] == {"fault": "none", "vectorize": True}
+    assert result.errors == 4
+    assert len(records.read_text().splitlines()) == 5
+
+
+def test_wrong_answer_is_caught_by_the_reference_not_by_the_template():
+    task = faulty_task()
+    ok = measure_candidate(task, {"fault": "none", "vectorize": False}, MeasureOptions(repeat=1))
+    wrong = measure_candidate(task, {"fault": "wrong", "vectorize": True}, MeasureOptions())
+    assert ok.ok and wrong.error == "wrong_answer"
+    assert "64 of 64" in wrong.message
+
+
+def test_cpu_candidates_match_numpy_and_report_positive_times():
+    task = matmul_task(32)
+    space = Space(task, MATMUL_SLICE)
+    for index in (0, len(space) - 1):
+        result = measure_candidate(task, space.config(index), MeasureOptions(repeat=2))
+        assert result.ok, result.message
+        assert len(result.costs) == 2 and min(result.costs) > 0
+
+
+def test_accelerator_candidates_are_checked_and_give_cycles():
+    task = accel_conv_task()
+    space = Space(task)
+    first = next(i for i in space if space.valid(i))
+    result = measure_candidate(task, space.config(first), MeasureOptions())
+    again = measure_candidate(task, space.config(first), MeasureOptions(seed=5))
+    assert result.ok, result.message
+    assert result.costs == again.costs  # cycles do not depend on the data
+    assert result.cost == int(result.cost) > 0
+
+
+def test_a_candidate_that_cannot_compile_is_a_compile_error():
+    task = accel_conv_task()
+    space = Space(task)
+    refused = next(i for i in space if not space.valid(i))
+    result = measure_candidate(task, space.config(refused), MeasureOptions())
+    assert result.error == "compile" and "conv2d" in result.message
