@@ -7,14 +7,22 @@ the path, so the top level (:func:`runtime.cli.main`) reports it on one line.
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 from pathlib import Path
 
-from isa import VtaforgeError
+from isa import AccelConfig, VtaforgeError
 from isa.program import MAGIC
 
-__all__ = ["CliError", "OutputPathError", "check_output_dir", "check_output_file", "read_source"]
+__all__ = [
+    "CliError",
+    "OutputPathError",
+    "check_output_dir",
+    "check_output_file",
+    "demo_arguments",
+    "read_source",
+]
 
 
 class CliError(VtaforgeError):
@@ -57,6 +65,18 @@ def check_output_dir(path: Path, option: str) -> None:
         raise OutputPathError(f"{option} {path}: is a file, not a folder") from None
     except OSError as err:
         raise OutputPathError(f"{option} {path}: cannot be written ({err.strerror})") from None
+
+
+def demo_arguments(parser: argparse.ArgumentParser, config: str, out: Path) -> AccelConfig:
+    """For a demo script (``python -m ...``): the configuration ``--config`` names, after
+    checking that the ``--out`` folder can be written, before any work; a problem with either is
+    a usage error (exit status 2) naming it."""
+    try:
+        cfg = AccelConfig.resolve(config)
+        check_output_dir(out, "--out")
+    except VtaforgeError as err:
+        parser.error(str(err))
+    return cfg
 
 
 def read_source(path: Path) -> str:

@@ -26,8 +26,8 @@ from compiler.accel.ops import CONV2D
 from compiler.build import build
 from compiler.errors import CompileError
 from compiler.te import placeholder
-from isa import AccelConfig, VtaforgeError
-from runtime.cli_common import check_output_dir
+from isa import AccelConfig
+from runtime.cli_common import demo_arguments
 
 __all__ = ["conv_demo", "main"]
 
@@ -135,11 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out"), help="trace and plots (out/)")
     parser.add_argument("--small", action="store_true", help="an 8x8 layer instead of C2")
     args = parser.parse_args(argv)
-    try:  # before any simulation: a bad configuration or output folder ends it at once
-        cfg = AccelConfig.resolve(args.config)
-        check_output_dir(args.out, "--out")
-    except VtaforgeError as err:
-        parser.error(str(err))
+    cfg = demo_arguments(parser, args.config, args.out)  # before any simulation
     return 0 if conv_demo(cfg, args.out, args.small) else 1
 
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from compiler.accel.ops import VTA_RESNET18_CYCLES
 from compiler.model.compile import compile_model
-from isa import AccelConfig, VtaforgeError
-from runtime.cli_common import check_output_dir
+from isa import AccelConfig
+from runtime.cli_common import demo_arguments
 
 __all__ = ["main", "resnet18_demo"]
 
@@ -96,11 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out"), help="model, trace and plots")
     parser.add_argument("--size", type=int, default=224, help="input pixels (default 224)")
     args = parser.parse_args(argv)
-    try:  # before any simulation: a bad configuration or output folder ends it at once
-        cfg = AccelConfig.resolve(args.config)
-        check_output_dir(args.out, "--out")
-    except VtaforgeError as err:
-        parser.error(str(err))
+    cfg = demo_arguments(parser, args.config, args.out)  # before any simulation
     return 0 if resnet18_demo(cfg, args.out, args.size) else 1
 
 

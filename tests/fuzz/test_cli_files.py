@@ -21,6 +21,7 @@ from pathlib import Path
 from isa import AccelConfig, VtaforgeError, assemble, disassemble
 from runtime.cli import main
 from tests.conformance.random_programs import random_program
+from tests.vta_configs import VTA_DEFAULT_LOGS
 
 TINY = AccelConfig.preset("tiny")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -41,18 +42,7 @@ HOSTILE = (
     [1, [2]],
     "\udcff",
 )
-VTA_CONFIG = {
-    "TARGET": "sim",
-    "LOG_INP_WIDTH": 3,
-    "LOG_WGT_WIDTH": 3,
-    "LOG_ACC_WIDTH": 5,
-    "LOG_BATCH": 0,
-    "LOG_BLOCK": 4,
-    "LOG_UOP_BUFF_SIZE": 15,
-    "LOG_INP_BUFF_SIZE": 15,
-    "LOG_WGT_BUFF_SIZE": 18,
-    "LOG_ACC_BUFF_SIZE": 17,
-}
+VTA_CONFIG = {"TARGET": "sim", **VTA_DEFAULT_LOGS}
 
 
 class Refused(VtaforgeError):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from isa import AccelConfig, ConfigError, ConfigMismatchError, Program, check_config
 from runtime.demo import demo_gemm_program
 from simulator import FunctionalSimulator
+from tests.vta_configs import VTA_DEFAULT_LOGS
 
 #: Values that keep the default configuration valid, for every primary parameter.
 _OTHER_VALUES = {
@@ -82,20 +83,7 @@ def test_a_program_runs_on_a_faster_clock_and_loads_for_it():
 
 
 def _vta_file(**target):
-    return json.dumps(
-        {
-            **target,
-            "LOG_INP_WIDTH": 3,
-            "LOG_WGT_WIDTH": 3,
-            "LOG_ACC_WIDTH": 5,
-            "LOG_BATCH": 0,
-            "LOG_BLOCK": 4,
-            "LOG_UOP_BUFF_SIZE": 15,
-            "LOG_INP_BUFF_SIZE": 15,
-            "LOG_WGT_BUFF_SIZE": 18,
-            "LOG_ACC_BUFF_SIZE": 17,
-        }
-    )
+    return json.dumps({**target, **VTA_DEFAULT_LOGS})
 
 
 @pytest.mark.parametrize("target", [1, None, ["ultra96"], {"name": "pynq"}, True])

@@ -10,6 +10,7 @@ import pytest
 from isa import AccelConfig, Program, disassemble
 from runtime.cli import main
 from runtime.demo import demo_gemm_program
+from tests.vta_configs import VTA_DEFAULT_LOGS
 
 
 def run(capsys, *argv):
@@ -33,22 +34,7 @@ def test_config_show_json_round_trips(capsys):
 
 def test_config_show_vta_file(capsys, tmp_path):
     path = tmp_path / "vta_config.json"
-    path.write_text(
-        json.dumps(
-            {
-                "TARGET": "ultra96",
-                "LOG_INP_WIDTH": 3,
-                "LOG_WGT_WIDTH": 3,
-                "LOG_ACC_WIDTH": 5,
-                "LOG_BATCH": 0,
-                "LOG_BLOCK": 4,
-                "LOG_UOP_BUFF_SIZE": 15,
-                "LOG_INP_BUFF_SIZE": 15,
-                "LOG_WGT_BUFF_SIZE": 18,
-                "LOG_ACC_BUFF_SIZE": 17,
-            }
-        )
-    )
+    path.write_text(json.dumps({"TARGET": "ultra96", **VTA_DEFAULT_LOGS}))
     status, out, _ = run(capsys, "config", "show", str(path))
     assert status == 0
     assert "1x16_i8w8a32_15_15_18_17_bus128_333mhz" in out
