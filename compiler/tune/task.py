@@ -10,6 +10,7 @@ or back from a record (:meth:`Task.from_dict`, through :data:`TEMPLATES`).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,14 +108,25 @@ class Task:
         **params: Any,
     ) -> Task:
         """The task of ``template(*inputs, **params)`` (for the accelerator of ``cfg``, passed
-        to the template as ``env=Env(cfg)``; params may carry that ``env`` instead)."""
+        to the template as ``env=Env(cfg)``; params may carry that ``env`` instead). A CPU task's
+        ``target`` param (an ``"llvm ..."`` string; the host by default) is its CPU: the template
+        derives its defaults from it and candidates are compiled for it, so it must be one this
+        machine (and the measuring workers') can run."""
         env = params.pop("env", None)
+        target = params.pop("target", None)
         if env is not None:
             if cfg is not None and env.cfg != cfg:
                 raise TuneError("env and cfg name different configurations", where="Task.of")
             cfg = env.cfg
+        if target is not None and (cfg is not None or not isinstance(target, str)):
+            raise TuneError(
+                f"target {target!r}: a CPU task's target is an 'llvm ...' string (an "
+                "accelerator task names its configuration with cfg or env)",
+                where="Task.of",
+            )
         specs = tuple(TensorSpec.of(t) for t in inputs)
-        return cls(template, specs, tuple(sorted(params.items())), cfg, reference=reference)
+        params_ = tuple(sorted(params.items()))
+        return cls(template, specs, params_, cfg, target or "", reference=reference)
 
     # ------------------------------------------------------------------ identity
     @property
@@ -160,9 +172,13 @@ class Task:
         return tuple(placeholder(s.shape, s.dtype, s.name) for s in self.inputs)
 
     def call_params(self) -> dict[str, Any]:
-        """The template's keyword arguments (``env`` added for the accelerator)."""
-        extra = {} if self.cfg is None else {"env": Env(self.cfg)}
-        return dict(self.params) | extra
+        """The template's keyword arguments: ``env`` added for the accelerator; for the CPU,
+        ``target`` where the template takes one (its defaults then follow the task's CPU)."""
+        if self.cfg is not None:
+            return dict(self.params) | {"env": Env(self.cfg)}
+        if "target" in inspect.signature(self.template.space).parameters:
+            return dict(self.params) | {"target": self.cpu}
+        return dict(self.params)
 
     def space(self) -> KnobSpace:
         return self.template.space(*self.placeholders(), **self.call_params())
@@ -178,7 +194,7 @@ class Task:
     def build(self, config: Config) -> Any:
         """The compiled function of ``config`` for the task's target."""
         schedule, args = self.declare(config)
-        target = "llvm" if self.cfg is None else Env(self.cfg).target
+        target = self.cpu if self.cfg is None else Env(self.cfg).target
         return build(schedule, args, target, name=self.template.name)
 
 

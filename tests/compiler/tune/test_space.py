@@ -96,3 +96,20 @@ def test_bad_tasks_raise_tune_errors():
     with pytest.raises(TuneError, match="tile_n"):
         MATMUL_SPACE.index({"tile_n": 3})
     assert Task.of(MATMUL, a, a).inputs[0].shape == (4, 4)
+
+
+def test_a_cpu_tasks_target_is_its_cpu_for_defaults_build_and_key():
+    """``target=`` names the task's CPU (not an operator parameter): the key says it, the
+    template's defaults follow its vector width, and a candidate built for it computes the
+    reference's answer."""
+    from compiler.tune import MeasureOptions, measure_candidate
+
+    a, b = te.placeholder((64, 64), name="A"), te.placeholder((64, 64), name="B")
+    sse = Task.of(MATMUL, a, b, target="llvm -mcpu=x86-64")  # SSE2: 4-float vectors
+    avx2 = Task.of(MATMUL, a, b, target="llvm -mcpu=haswell")  # 8-float vectors
+    assert sse.key.endswith("@ llvm -mcpu=x86-64") and not dict(sse.params)
+    assert sse.space().default() != avx2.space().default()
+    result = measure_candidate(sse, sse.space().default(), MeasureOptions(repeat=1))
+    assert result.ok, result.message
+    with pytest.raises(TuneError, match="target"):
+        Task.of(MATMUL, a, b, target=object())
