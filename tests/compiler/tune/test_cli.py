@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import distributed
 import torch
 
 from compiler.ops import CONV2D_NCHWC
@@ -67,3 +68,20 @@ def test_cpu_convolutions_are_tuned_in_the_targets_nchwc_blocks():
     assert task.template is CONV2D_NCHWC and dict(task.params) == {"stride": 1, "padding": 1}
     assert data.shape[1] * data.shape[4] == 32 and kernel.shape[0] * kernel.shape[5] == 64
     assert kernel.shape[4] == data.shape[4]  # the kernel's input block is the data's
+
+
+def test_tune_measures_on_the_scheduler_it_is_given(tmp_path, capsys):
+    records = tmp_path / "dask.jsonl"
+    argv = ["tune", "--op", "conv2d", "--shape", "1,16,4,4,32,3", "--records", str(records)]
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as observer,
+        distributed.get_task_stream(client=observer) as stream,
+    ):
+        argv += ["--trials", "2", "--tuner", "random", "--scheduler", cluster.scheduler_address]
+        assert main(argv) == 0
+    assert "after 2 trials (0 errors)" in capsys.readouterr().out
+    assert len(load_records(records)) == 2
+    assert len(stream.data) >= 2  # the measurements ran as tasks of that cluster
