@@ -14,7 +14,7 @@ from compiler.graph.ir import Graph
 from runtime.cli import Command, progress_bar
 from runtime.cli_common import check_output_file
 
-__all__ = ["COMPILE"]
+__all__ = ["COMPILE", "add_calibration_option", "calibration_samples"]
 
 _RANDOM_SAMPLES = 4
 
@@ -24,13 +24,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", default="default", metavar="PRESET|FILE", help="the accelerator's"
     )
-    parser.add_argument(
-        "--calibrate",
-        type=Path,
-        metavar="DATA.npz",
-        help="calibration samples: per model input (by name) an array whose first axis indexes "
-        "the samples (a .npy for a single-input model); default: seeded random normal samples",
-    )
+    add_calibration_option(parser)
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
     parser.epilog = (
@@ -39,7 +33,22 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _samples(graph: Graph, path: Path | None) -> list[dict[str, np.ndarray]]:
+def add_calibration_option(parser: argparse.ArgumentParser) -> None:
+    """``--calibrate DATA.npz``, as every command that quantizes a model takes it (read by
+    :func:`calibration_samples`)."""
+    parser.add_argument(
+        "--calibrate",
+        type=Path,
+        metavar="DATA.npz",
+        help="calibration samples: per model input (by name) an array whose first axis indexes "
+        "the samples (a .npy for a single-input model); default: seeded random normal samples",
+    )
+
+
+def calibration_samples(graph: Graph, path: Path | None) -> list[dict[str, np.ndarray]]:
+    """The calibration samples of ``--calibrate path`` for ``graph`` (one dict of input arrays
+    per sample), or, without a path, the same seeded random samples every command uses (so
+    ``vtaforge tune MODEL`` tunes the operators ``vtaforge compile MODEL`` builds)."""
     if path is None:
         rng = np.random.default_rng(0)
         return [
@@ -73,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 
     check_output_file(args.output, "-o")
     graph = from_onnx(args.model)
-    samples = _samples(graph, args.calibrate)
+    samples = calibration_samples(graph, args.calibrate)
     with progress_bar(len(STAGES), "stage") as advance:
         compiled = compile_model(
             graph, args.config, calibration=samples, name=args.model.stem, progress=advance

@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops import CONV2D as ACCEL_CONV2D
 from compiler.accel.ops import ConvLayer
+from compiler.cli import add_calibration_option, calibration_samples
 from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
 from compiler.tune.driver import tune
 from compiler.tune.errors import TuneError
@@ -41,6 +40,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="llvm: this CPU, timed; accel (default): cycles of the cycle-level simulator",
     )
     parser.add_argument("--config", default="default", metavar="PRESET|FILE", help="accel's")
+    add_calibration_option(parser)  # the model's, as `vtaforge compile` takes it
     parser.add_argument("--trials", type=int, required=True, help="measured candidates per task")
     parser.add_argument("--records", type=Path, required=True, metavar="FILE.jsonl")
     parser.add_argument("--tuner", choices=sorted(TUNERS), default="xgb")
@@ -106,9 +106,7 @@ def _tasks(args: argparse.Namespace, cfg: AccelConfig) -> list[Task]:
     from compiler.frontend import from_onnx
 
     graph = from_onnx(args.model)
-    rng = np.random.default_rng(0)
-    sample = [rng.standard_normal(graph.types[n].shape).astype(np.float32) for n in graph.inputs]
-    return model_tasks(graph, cfg, calibration=[sample])
+    return model_tasks(graph, cfg, calibration=calibration_samples(graph, args.calibrate))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import distributed
 import torch
 
+from compiler.cli import calibration_samples
+from compiler.frontend import from_onnx
 from compiler.ops import CONV2D_NCHWC
 from compiler.tune import Space, load_records
 from compiler.tune.cli import op_task
+from compiler.tune.task import model_tasks
 from compiler.zoo import onnx_bytes, seeded
 from compiler.zoo.digits import DigitsCNN
 from isa import AccelConfig
@@ -49,6 +52,10 @@ def test_tune_every_accelerator_operator_of_a_model(tmp_path, capsys):
     trials = load_records(records)
     assert len(lines) == len(trials) == len({r.task for r in trials}) >= 2
     assert all(r.result.ok for r in trials)
+    # the operators `vtaforge compile` builds from the same model (same default calibration)
+    graph = from_onnx(model)
+    compiled = model_tasks(graph, CFG, calibration=calibration_samples(graph, None))
+    assert {t.key for t in compiled} == {r.task for r in trials}
 
 
 def test_bad_requests_are_one_line_errors(tmp_path, capsys):
