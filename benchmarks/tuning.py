@@ -36,11 +36,19 @@ from threadpoolctl import threadpool_limits
 
 from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.ops import CONV2D as ACCEL_CONV2D
 from compiler.accel.ops import RESNET18_LAYERS, ConvLayer
 from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block
-from compiler.tune import MeasureOptions, RandomTuner, Record, Result, Space, Task, Worker, XGBTuner
-from compiler.workloads import CONV_SHIFT, conv_layer_declaration
+from compiler.tune import (
+    MeasureOptions,
+    RandomTuner,
+    Record,
+    Result,
+    Space,
+    Task,
+    Worker,
+    XGBTuner,
+    conv_layer_task,
+)
 from isa import AccelConfig
 
 CPU_CONVS = [
@@ -109,20 +117,6 @@ def cpu_conv_task(channels: int, size: int) -> Task:
     return Task.of(CONV2D_NCHWC, data, kernel, stride=1, padding=1)
 
 
-def accel_task(env: Env, layer) -> Task:
-    data, kernel, bias = conv_layer_declaration(layer, env)
-    return Task.of(
-        ACCEL_CONV2D,
-        data,
-        kernel,
-        bias,
-        env=env,
-        stride=layer.stride,
-        padding=layer.padding,
-        shift=CONV_SHIFT,
-    )
-
-
 def _exhaustive(space: Space, memo: Memo) -> float:
     """Measure every valid candidate; the best cost."""
     for index in space:
@@ -146,7 +140,7 @@ def search_rows(worker: Worker, args) -> tuple[list, dict, list]:
     env = Env(AccelConfig.preset("default"))
     accel = MeasureOptions(timeout=args.timeout)
     for layer in ACCEL_SEARCH:
-        space = Space(accel_task(env, layer))
+        space = Space(conv_layer_task(layer, env))
         memo = Memo(space, worker, accel)
         best = _exhaustive(space, memo)
         random = [run_tuner(RandomTuner(space, s), memo, len(space)) for s in range(20)]
@@ -166,7 +160,7 @@ def resnet_rows(worker: Worker, records: list, args) -> list:
     env = Env(AccelConfig.preset("default"))
     rows = []
     for layer in (la for la in RESNET18_LAYERS if la.name in ACCEL_LAYERS):
-        task = accel_task(env, layer)
+        task = conv_layer_task(layer, env)
         space = Space(task)
         memo = Memo(space, worker, MeasureOptions(timeout=args.timeout))
         default = memo(space.index(task.space().default()))

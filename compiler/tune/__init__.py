@@ -21,7 +21,7 @@ from compiler.tune.records import (
     load_records,
 )
 from compiler.tune.space import Space
-from compiler.tune.task import TEMPLATES, Task, TensorSpec, model_tasks
+from compiler.tune.task import TEMPLATES, Task, TensorSpec, conv_layer_task, model_tasks
 from compiler.tune.tuners import TUNERS, GridTuner, RandomTuner, Tuner, XGBTuner
 from compiler.tune.worker import Worker
 
@@ -46,6 +46,7 @@ __all__ = [
     "XGBTuner",
     "apply_history_best",
     "best_records",
+    "conv_layer_task",
     "features",
     "load_records",
     "measure_candidate",

@@ -9,15 +9,13 @@ from pathlib import Path
 
 from compiler import te
 from compiler.accel.env import Env
-from compiler.accel.ops import CONV2D as ACCEL_CONV2D
 from compiler.accel.ops import ConvLayer
 from compiler.cli import add_calibration_option, calibration_samples
 from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
 from compiler.tune.driver import tune
 from compiler.tune.errors import TuneError
-from compiler.tune.task import Task, model_tasks
+from compiler.tune.task import Task, conv_layer_task, model_tasks
 from compiler.tune.tuners import TUNERS
-from compiler.workloads import CONV_SHIFT, conv_layer_declaration
 from isa import AccelConfig
 from runtime.cli import Command, progress_bar
 
@@ -75,19 +73,8 @@ def op_task(op: str, shape: str | None, target: str, cfg: AccelConfig) -> Task:
         if target == "accel":
             if batch != 1 or height != width:
                 raise TuneError("accel conv2d takes batch 1 and a square input", where="--shape")
-            env = Env(cfg)
             layer = ConvLayer("conv", height, cin, cout, kernel, stride, padding, 0)
-            data, weights, bias = conv_layer_declaration(layer, env)
-            return Task.of(
-                ACCEL_CONV2D,
-                data,
-                weights,
-                bias,
-                env=env,
-                stride=stride,
-                padding=padding,
-                shift=CONV_SHIFT,
-            )
+            return conv_layer_task(layer, Env(cfg))
         out_width = out_size(width, kernel, stride, padding)
         ib, ob = nchwc_block(cin), nchwc_block(cout, out_width=out_width)
         data = te.placeholder((batch, cin // ib, height, width, ib), name="data")

@@ -26,9 +26,10 @@ from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
 from compiler.tune.errors import TuneError
 from compiler.tune.reference import REFERENCES
+from compiler.workloads import CONV_SHIFT, conv_layer_declaration
 from isa import AccelConfig
 
-__all__ = ["TEMPLATES", "Task", "TensorSpec", "host_target", "model_tasks"]
+__all__ = ["TEMPLATES", "Task", "TensorSpec", "conv_layer_task", "host_target", "model_tasks"]
 
 #: The templates a task can name in a record, by name.
 TEMPLATES: dict[str, Template] = {
@@ -196,6 +197,22 @@ class Task:
         schedule, args = self.declare(config)
         target = self.cpu if self.cfg is None else Env(self.cfg).target
         return build(schedule, args, target, name=self.template.name)
+
+
+def conv_layer_task(layer: accel_ops.ConvLayer, env: Env, shift: int = CONV_SHIFT) -> Task:
+    """The accelerator CONV2D task of ``layer`` (declared as ``compiler.workloads`` compiles
+    it: ``>> shift``, ``+ bias``, clip)."""
+    data, kernel, bias = conv_layer_declaration(layer, env)
+    return Task.of(
+        accel_ops.CONV2D,
+        data,
+        kernel,
+        bias,
+        env=env,
+        stride=layer.stride,
+        padding=layer.padding,
+        shift=shift,
+    )
 
 
 def model_tasks(

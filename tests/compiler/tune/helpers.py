@@ -18,13 +18,12 @@ import numpy as np
 
 from compiler import te
 from compiler.accel import Env
-from compiler.accel.ops import CONV2D, ConvLayer
+from compiler.accel.ops import ConvLayer
 from compiler.ops import MATMUL
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import create_schedule
 from compiler.te import Tensor
-from compiler.tune import Task
-from compiler.workloads import conv_layer_declaration
+from compiler.tune import Task, conv_layer_task
 from isa import AccelConfig
 
 FAULTS = ("exit", "segv", "hang", "wrong", "none")
@@ -79,10 +78,8 @@ MATMUL_SLICE = {
 
 def accel_conv_task(size: int = 4, cout: int = 64, shift: int = 8) -> Task:
     """A 3x3 convolution of 16 channels on the default configuration."""
-    env = Env(AccelConfig.preset("default"))
     layer = ConvLayer("t", size, 16, cout, 3, 1, 1, 0)
-    data, kernel, bias = conv_layer_declaration(layer, env)
-    return Task.of(CONV2D, data, kernel, bias, env=env, stride=1, padding=1, shift=shift)
+    return conv_layer_task(layer, Env(AccelConfig.preset("default")), shift=shift)
 
 
 #: A slice of :func:`accel_conv_task`'s space with about two dozen valid candidates.
