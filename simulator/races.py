@@ -187,16 +187,20 @@ class RaceDetector:
             if last - first + 1 == len(granules):  # and consecutive
                 return slice(first + offset, last + 1 + offset)
             return granules + offset
-        pages = granules >> _PAGE_BITS
-        offsets = granules & (_PAGE - 1)
-        unique, inverse = np.unique(pages, return_inverse=True)
-        new = [int(p) for p in unique if int(p) not in self._page_slot]
+        # the pages lie between the extremes' pages: mark the touched ones there (no sort)
+        low = page
+        pages = (granules >> _PAGE_BITS) - low
+        touched = np.zeros((last >> _PAGE_BITS) - low + 1, dtype=bool)
+        touched[pages] = True
+        spanned = (low + np.flatnonzero(touched)).tolist()
+        new = [p for p in spanned if p not in self._page_slot]
         if new:
             first = len(self._page_slot)
             self._page_slot.update({p: first + i for i, p in enumerate(new)})
             self._dram.reserve(len(self._page_slot) * _PAGE)
-        slots = np.array([self._page_slot[int(p)] for p in unique], dtype=np.int64)
-        return slots[inverse] * _PAGE + offsets
+        slots = np.zeros(len(touched), dtype=np.int64)
+        slots[touched] = [self._page_slot[p] for p in spanned]
+        return slots[pages] * _PAGE + (granules & (_PAGE - 1))
 
     def _raise(self, access: Access, positions: Positions, found: _Conflict, index: int) -> None:
         first = int(np.argmax(found.mask))
