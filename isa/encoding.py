@@ -72,18 +72,28 @@ def encode(insn: Instruction, cfg: AccelConfig) -> int:
 
     Raises EncodingError naming the instruction and field when a value does not fit.
     """
-    fmt = instruction_set(cfg).for_record(insn)
+    return _encode_remembered(insn, cfg)
+
+
+def _format_of(record: Instruction | Uop, cfg: AccelConfig) -> Format:
+    isa = instruction_set(cfg)
+    return isa.uop if isinstance(record, Uop) else isa.for_record(record)
+
+
+def _encode_remembered(record: Instruction | Uop, cfg: AccelConfig) -> int:
+    """The word of an instruction or micro-op, remembered where the record is hashable."""
     try:
-        return _encode_cached(insn, cfg)
+        return _encode_cached(record, cfg)
     except TypeError:  # a field holds an unhashable value: encoding it names the field
-        return _encode_record(insn, fmt)
+        return _encode_record(record, _format_of(record, cfg))
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _encode_cached(insn: Instruction, cfg: AccelConfig) -> int:
-    """:func:`encode`, remembered: a run validates and writes every instruction, and sweeps and
-    tests run the same programs again (a record and a configuration are immutable)."""
-    return _encode_record(insn, instruction_set(cfg).for_record(insn))
+def _encode_cached(record: Instruction | Uop, cfg: AccelConfig) -> int:
+    """:func:`encode` and :func:`encode_uop`, remembered: a run validates and writes every
+    record, and sweeps and tests run the same programs again (a record and a configuration are
+    immutable)."""
+    return _encode_record(record, _format_of(record, cfg))
 
 
 def decode(word: int, cfg: AccelConfig) -> Instruction:
@@ -116,7 +126,7 @@ def _takes_opcode(record: type) -> bool:
 
 def encode_uop(uop: Uop, cfg: AccelConfig) -> int:
     """The 32-bit word of ``uop`` under ``cfg``."""
-    return _encode_record(uop, instruction_set(cfg).uop)
+    return _encode_remembered(uop, cfg)
 
 
 def decode_uop(word: int, cfg: AccelConfig) -> Uop:
