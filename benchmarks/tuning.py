@@ -5,7 +5,9 @@ convolutions (ResNet-18's 3x3 layers in the NCHWc layout, seconds at 1 thread) a
 accelerator convolutions (cycles on the cycle-level simulator, default configuration). Each
 space is measured whole, so "best" is the space's best; the tuners then replay the shared
 measurements (random averaged over 10 seeds on the CPU and 20 on the accelerator, XGBoost over
-3), a run that never gets within 5% counting the space's size + 1. Accelerator candidates whose
+3), a run that never gets within 5% counting the space's size + 1. The XGBoost tuner runs cold
+and warm-started (transfer learning) by the records of the same target's other two workloads,
+as a tuning session over a model's layers would have them. Accelerator candidates whose
 simulation takes over ``--timeout`` seconds count as failures. Target: XGBoost <= 1/3 of random.
 (b) The tuned CPU convolutions and a 512^3 matmul tuned by 32 XGBoost trials vs PyTorch's conv2d
 and numpy's matmul in the same run, at 1 and 2 threads (the 1-thread winner, and at 2 threads the
@@ -65,6 +67,17 @@ ACCEL_SEARCH = (
 #: ResNet-18 layers tuned in part (d).
 ACCEL_LAYERS = ("C6", "C11", "C12")
 ACCEL_COLUMNS = ["layer", "space", "default cycles", "tuned cycles", "speed-up"]
+SEARCH_COLUMNS = [
+    "target",
+    "workload",
+    "space",
+    "best found",
+    "random trials",
+    "xgb trials",
+    "xgb/random",
+    "xgb warm trials",
+    "warm/random",
+]
 WITHIN = 1.05
 BATCH = 8
 
@@ -127,31 +140,47 @@ def _exhaustive(space: Space, memo: Memo) -> float:
 
 def search_rows(worker: Worker, args) -> tuple[list, dict, list]:
     """Part (a): one row per workload; also the CPU winners and the accelerator records."""
-    rows, winners, records = [], {}, []
     cpu = MeasureOptions(repeat=3, min_repeat_ms=20, threads=1, timeout=60)
-    for name, channels, size in CPU_CONVS:
-        space = Space(cpu_conv_task(channels, size))
-        memo = Memo(space, worker, cpu)
-        best = _exhaustive(space, memo)
-        winners[name] = (space, min(memo.costs, key=memo.costs.get))
-        random = [run_tuner(RandomTuner(space, s), memo, len(space)) for s in range(10)]
-        xgb = [run_tuner(XGBTuner(space, s), memo, len(space)) for s in range(3)]
-        rows.append(_row("cpu", name, len(space), best, "s", random, xgb))
+    cpu_spaces = [(name, Space(cpu_conv_task(c, size))) for name, c, size in CPU_CONVS]
     env = Env(AccelConfig.preset("default"))
-    accel = MeasureOptions(timeout=args.timeout)
-    for layer in ACCEL_SEARCH:
-        space = Space(conv_layer_task(layer, env))
-        memo = Memo(space, worker, accel)
-        best = _exhaustive(space, memo)
-        random = [run_tuner(RandomTuner(space, s), memo, len(space)) for s in range(20)]
+    accel_spaces = [(layer.name, Space(conv_layer_task(layer, env))) for layer in ACCEL_SEARCH]
+    cpu_memos = [Memo(space, worker, cpu) for _, space in cpu_spaces]
+    accel_memos = [
+        Memo(space, worker, MeasureOptions(timeout=args.timeout)) for _, space in accel_spaces
+    ]
+    rows = _search_group("cpu", "s", cpu_spaces, cpu_memos, random_seeds=10)
+    rows += _search_group("accel", "cycles", accel_spaces, accel_memos, random_seeds=20)
+    winners = {
+        name: (space, min(memo.costs, key=memo.costs.get))
+        for (name, space), memo in zip(cpu_spaces, cpu_memos, strict=True)
+    }
+    return rows, winners, [r for memo in accel_memos for r in _records(memo)]
+
+
+def _search_group(
+    target: str, unit: str, spaces: list, memos: list[Memo], random_seeds: int
+) -> list:
+    """Rows of one target's workloads: each space measured whole, then random search, the
+    XGBoost tuner cold and warm-started by the other workloads' records (leave one out)."""
+    bests = [_exhaustive(space, memo) for (_, space), memo in zip(spaces, memos, strict=True)]
+    rows = []
+    for k, ((name, space), memo, best) in enumerate(zip(spaces, memos, bests, strict=True)):
+        others = [r for j, m in enumerate(memos) if j != k for r in _records(m)]
+        random = [run_tuner(RandomTuner(space, s), memo, len(space)) for s in range(random_seeds)]
         xgb = [run_tuner(XGBTuner(space, s), memo, len(space)) for s in range(3)]
-        rows.append(_row("accel", layer.name, len(space), best, "cycles", random, xgb))
-        records += [
-            Record.of(space.task, space.config(i), Result(costs=(c,)))
-            for i, c in memo.costs.items()
-            if math.isfinite(c)
-        ]
-    return rows, winners, records
+        warm = [run_tuner(XGBTuner(space, s, transfer=others), memo, len(space)) for s in range(3)]
+        rows.append(_row(target, name, len(space), best, unit, random, xgb, warm))
+    return rows
+
+
+def _records(memo: Memo) -> list[Record]:
+    """The successful measurements of ``memo`` as tuning records."""
+    space = memo.space
+    return [
+        Record.of(space.task, space.config(i), Result(costs=(c,)))
+        for i, c in memo.costs.items()
+        if math.isfinite(c)
+    ]
 
 
 def resnet_rows(worker: Worker, records: list, args) -> list:
@@ -171,9 +200,9 @@ def resnet_rows(worker: Worker, records: list, args) -> list:
     return rows
 
 
-def _row(target, name, size, best, unit, random, xgb) -> list:
-    r, x = _mean_trials(random, best), _mean_trials(xgb, best)
-    row = [target, name, size, f"{best:.4g} {unit}", r, x, x / r]
+def _row(target, name, size, best, unit, random, xgb, warm) -> list:
+    r, x, w = (_mean_trials(runs, best) for runs in (random, xgb, warm))
+    row = [target, name, size, f"{best:.4g} {unit}", r, x, x / r, w, w / r]
     print("measured:", *row, flush=True)  # long runs: each row as it is done
     return row
 
@@ -270,7 +299,7 @@ def main() -> None:
         worker.close()
     report(
         "tuning",
-        ["target", "workload", "space", "best found", "random trials", "xgb trials", "xgb/random"],
+        SEARCH_COLUMNS,
         search,
         cpu=cpu_name(),
         within=WITHIN,
