@@ -62,7 +62,8 @@ def elapsed_progress(
 ) -> Iterator[None]:
     """Report ``what`` (``"synthesizing 1x16_... with yosys"``) while the body runs: a bar with
     the elapsed time on a terminal, else a line now, one every ``interval`` seconds and one at the
-    end with the elapsed time. ``terminal`` overrides the check of ``stream`` (stderr)."""
+    end with the elapsed time ("finished after", or "failed after" when the body raised).
+    ``terminal`` overrides the check of ``stream`` (stderr)."""
     out = sys.stderr if stream is None else stream
     tty = out.isatty() if terminal is None else terminal
     bar = _elapsed_bar(what, out) if tty else None
@@ -81,8 +82,10 @@ def elapsed_progress(
 
     ticker = threading.Thread(target=tick, name="vtaforge-progress", daemon=True)
     ticker.start()
+    outcome = "failed"
     try:
         yield
+        outcome = "finished"
     finally:
         done.set()
         ticker.join()
@@ -90,7 +93,7 @@ def elapsed_progress(
             bar.close()
         else:
             elapsed = format_elapsed(time.perf_counter() - started)
-            print(f"vtaforge: {what}: finished after {elapsed}", file=out, flush=True)
+            print(f"vtaforge: {what}: {outcome} after {elapsed}", file=out, flush=True)
 
 
 def _elapsed_bar(what: str, out: TextIO) -> Any:
