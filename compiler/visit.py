@@ -48,9 +48,12 @@ def children(node: Node) -> Iterator[Node]:
 
 def walk(node: Node) -> Iterator[Node]:
     """Every node under (and including) ``node``, parents before children."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        if node.children:
+            stack.extend(reversed(list(children(node))))
 
 
 def substitute(node: Node, mapping: Mapping[Var, Expr]) -> Node:
