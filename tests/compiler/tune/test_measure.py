@@ -1,8 +1,19 @@
-"""Measurement: results checked against the reference, faults isolated in the worker."""
+"""Measurement: results checked against the reference, faults isolated in the worker, and
+accelerator candidates measured on the RTL at the cycles the cycle-level model predicts."""
 
 from __future__ import annotations
 
-from compiler.tune import MeasureOptions, Space, measure_candidate, tune
+import numpy as np
+
+from compiler import build
+from compiler.accel import Env
+from compiler.accel.ops import ConvLayer
+from compiler.expr import DType
+from compiler.tune import MeasureOptions, Space, conv_layer_task, measure_candidate, tune
+from compiler.tune.measure import random_inputs
+from isa import AccelConfig
+from runtime import open_device
+from runtime.devices.rtl import AXI_RAM_TIMING
 from tests.compiler.tune.helpers import (
     MATMUL_SLICE,
     accel_conv_task,
@@ -71,3 +82,21 @@ def test_a_candidate_that_cannot_compile_is_a_compile_error():
     refused = next(i for i in space if not space.valid(i))
     result = measure_candidate(task, space.config(refused), MeasureOptions())
     assert result.error == "compile" and "conv2d" in result.message
+
+
+def test_accelerator_candidates_measure_on_the_rtl_as_the_cycle_model_predicts():
+    # The rtl device runs the Verilated accelerator against cocotbext-axi's AxiRam, whose
+    # timing the cycle-level model takes as AXI_RAM_TIMING: the measured cycles must be the
+    # model's under it (and the output is checked against the reference by the measurement).
+    cfg = AccelConfig.preset("tiny")
+    task = conv_layer_task(ConvLayer("t", 4, 8, 8, 3, 1, 1, 0), Env(cfg))
+    space = Space(task)
+    config = space.config(next(i for i in space if space.valid(i)))
+    measured = measure_candidate(task, config, MeasureOptions(device="rtl", timeout=600))
+    assert measured.ok, measured.message
+    schedule, args = task.declare(config)
+    function = build(schedule, args, Env(cfg).target)
+    output = np.zeros(tuple(args[-1].shape), DType.of(args[-1].dtype).numpy)
+    model = open_device("sim", cfg, timing=AXI_RAM_TIMING)
+    predicted = function(*random_inputs(task, 0), output, device=model).cycles
+    assert measured.cost == predicted
