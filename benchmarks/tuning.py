@@ -20,7 +20,9 @@ PyTorch, matmul >= 0.75x numpy).
 Every candidate is measured in an isolated worker process (``compiler.tune.Worker``) and
 checked against its numpy reference. CPU times depend on the host: its CPU is named.
 
-Run: ``python benchmarks/tuning.py [--accel-trials N] [--timeout S]``.
+Run: ``python benchmarks/tuning.py [--targets cpu|accel|both] [--accel-trials N] [--timeout S]``
+(``--targets cpu`` re-times the CPU parts alone, on a machine otherwise idle; a partial run
+writes ``results/tuning_cpu.json`` or ``results/tuning_accel.json``).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ ACCEL_SEARCH = (
 #: ResNet-18 layers tuned in part (d).
 ACCEL_LAYERS = ("C6", "C11", "C12")
 ACCEL_COLUMNS = ["layer", "space", "default cycles", "tuned cycles", "speed-up"]
+VERSUS_COLUMNS = ["workload", "threads", "ours GFLOP/s", "peer", "peer GFLOP/s", "ours/peer"]
 SEARCH_COLUMNS = [
     "target",
     "workload",
@@ -138,23 +141,28 @@ def _exhaustive(space: Space, memo: Memo) -> float:
     return min(memo.costs.values())
 
 
-def search_rows(worker: Worker, args) -> tuple[list, dict, list]:
-    """Part (a): one row per workload; also the CPU winners and the accelerator records."""
-    cpu = MeasureOptions(repeat=3, min_repeat_ms=20, threads=1, timeout=60)
-    cpu_spaces = [(name, Space(cpu_conv_task(c, size))) for name, c, size in CPU_CONVS]
-    env = Env(AccelConfig.preset("default"))
-    accel_spaces = [(layer.name, Space(conv_layer_task(layer, env))) for layer in ACCEL_SEARCH]
-    cpu_memos = [Memo(space, worker, cpu) for _, space in cpu_spaces]
-    accel_memos = [
-        Memo(space, worker, MeasureOptions(timeout=args.timeout)) for _, space in accel_spaces
-    ]
-    rows = _search_group("cpu", "s", cpu_spaces, cpu_memos, random_seeds=10)
-    rows += _search_group("accel", "cycles", accel_spaces, accel_memos, random_seeds=20)
+def cpu_search_rows(worker: Worker) -> tuple[list, dict]:
+    """Part (a) on the CPU: one row per convolution; also each space and its best candidate."""
+    options = MeasureOptions(repeat=3, min_repeat_ms=20, threads=1, timeout=60)
+    spaces = [(name, Space(cpu_conv_task(c, size))) for name, c, size in CPU_CONVS]
+    memos = [Memo(space, worker, options) for _, space in spaces]
+    rows = _search_group("cpu", "s", spaces, memos, random_seeds=10)
     winners = {
         name: (space, min(memo.costs, key=memo.costs.get))
-        for (name, space), memo in zip(cpu_spaces, cpu_memos, strict=True)
+        for (name, space), memo in zip(spaces, memos, strict=True)
     }
-    return rows, winners, [r for memo in accel_memos for r in _records(memo)]
+    return rows, winners
+
+
+def accel_search_rows(worker: Worker, args) -> tuple[list, list]:
+    """Part (a) on the accelerator: one row per layer; also every successful measurement as a
+    record (for part (d))."""
+    env = Env(AccelConfig.preset("default"))
+    spaces = [(layer.name, Space(conv_layer_task(layer, env))) for layer in ACCEL_SEARCH]
+    options = MeasureOptions(timeout=args.timeout)
+    memos = [Memo(space, worker, options) for _, space in spaces]
+    rows = _search_group("accel", "cycles", spaces, memos, random_seeds=20)
+    return rows, [r for memo in memos for r in _records(memo)]
 
 
 def _search_group(
@@ -289,38 +297,51 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--accel-trials", type=int, default=24, help="per tuner and layer")
     parser.add_argument("--timeout", type=float, default=4.0, help="seconds per accel candidate")
+    parser.add_argument(
+        "--targets",
+        choices=("cpu", "accel", "both"),
+        default="both",
+        help="cpu: parts (a) and (b) on the CPU; accel: parts (a) and (d); both (default)",
+    )
     args = parser.parse_args()
+    search, versus, accel = [], [], []
     worker = Worker()
     try:
-        search, winners, records = search_rows(worker, args)
-        accel = resnet_rows(worker, records, args)
-        versus = versus_rows(worker, winners) + matmul_rows(worker)
+        if args.targets in ("cpu", "both"):
+            rows, winners = cpu_search_rows(worker)
+            search += rows
+            versus = versus_rows(worker, winners) + matmul_rows(worker)
+        if args.targets in ("accel", "both"):
+            rows, records = accel_search_rows(worker, args)
+            search += rows
+            accel = resnet_rows(worker, records, args)
     finally:
         worker.close()
     report(
-        "tuning",
+        "tuning"
+        if args.targets == "both"
+        else f"tuning_{args.targets}",  # never a partial tuning.json
         SEARCH_COLUMNS,
         search,
         cpu=cpu_name(),
         within=WITHIN,
-        versus_columns=["workload", "threads", "ours GFLOP/s", "peer", "peer GFLOP/s", "ours/peer"],
+        targets=args.targets,
+        versus_columns=VERSUS_COLUMNS,
         versus=versus,
         accel_columns=ACCEL_COLUMNS,
         accel=accel,
         metaschedule=_metaschedule_note(),
     )
-    _print(
-        "tuned vs peers",
-        ["workload", "threads", "ours GFLOP/s", "peer", "peer GFLOP/s", "ours/peer"],
-        versus,
-    )
-    _print("ResNet-18 on the accelerator: tuned vs default knobs", ACCEL_COLUMNS, accel)
-    for threads in (1, 2):
-        convs = [r[-1] for r in versus if r[0].startswith("conv") and r[1] == threads]
-        print(
-            f"{threads} thread(s): geomean tuned conv / PyTorch "
-            f"{math.prod(convs) ** (1 / len(convs)):.2f}x (target >= 1.0x)"
-        )
+    if versus:
+        _print("tuned vs peers", VERSUS_COLUMNS, versus)
+        for threads in (1, 2):
+            convs = [r[-1] for r in versus if r[0].startswith("conv") and r[1] == threads]
+            print(
+                f"{threads} thread(s): geomean tuned conv / PyTorch "
+                f"{math.prod(convs) ** (1 / len(convs)):.2f}x (target >= 1.0x)"
+            )
+    if accel:
+        _print("ResNet-18 on the accelerator: tuned vs default knobs", ACCEL_COLUMNS, accel)
     print(f"MetaSchedule: {_metaschedule_note()}")
     print(f"CPU: {cpu_name()}")
 
