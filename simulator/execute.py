@@ -151,10 +151,10 @@ class Executor:
     def _dram_access(self, insn: MemInsn, start: int, elem_bytes: int, write: bool) -> Access:
         """The race detector's view of a 2-D transfer's DRAM side (races on only)."""
         assert self.races is not None
-        granules = self.races.dram_granules(
+        span = self.races.dram_granules(
             start, insn.y_size, insn.x_size * elem_bytes, insn.x_stride * elem_bytes
         )
-        return Access(Space.DRAM, write, granules)
+        return Access(Space.DRAM, write, span)
 
     def _dram_view(
         self, insn: MemInsn, start: int, elem_bytes: int, *, writeable: bool = False

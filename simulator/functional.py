@@ -211,7 +211,7 @@ class _Run:
         self.by_stage = {stage: [] for stage in Stage}
         for index, stage in enumerate(self.stages):
             self.by_stage[stage].append(index)
-        races = RaceDetector(self.cfg, instructions) if sim.detect_races else None
+        races = RaceDetector(self.cfg, instructions, len(dram)) if sim.detect_races else None
         self.executor = Executor(self.cfg, DeviceState.zeros(self.cfg), dram, instructions, races)
         self.token_limit = (1 << self.cfg.token_counter_bits) - 1
 

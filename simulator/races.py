@@ -15,8 +15,10 @@ the modules in, because the clocks only record token edges, which every schedule
 
 DRAM is tracked in *granules* of the greatest common divisor of the element sizes: every
 transfer starts at a multiple of its element size and moves whole elements, so it covers whole
-granules and a granule is touched by an access exactly when one of its bytes is. Shadow memory
-is allocated page by page, on first touch.
+granules and a granule is touched by an access exactly when one of its bytes is. The DRAM table
+covers all of DRAM and starts zeroed (the operating system maps its memory on first touch, so
+only the parts of DRAM that transfers reach take room); a transfer's granules are a slice or a
+strided grid of it, read and written through views.
 """
 
 from __future__ import annotations
@@ -29,13 +31,11 @@ from enum import Enum
 import numpy as np
 
 from isa import AccelConfig, Instruction, MemId, Stage, stage_of
-from simulator.errors import RaceError
+from simulator.errors import RaceError, SimulationError
 
-__all__ = ["Access", "RaceDetector", "Space"]
+__all__ = ["Access", "DramSpan", "RaceDetector", "Space"]
 
 _MODULES = len(Stage)
-_PAGE_BITS = 12
-_PAGE = 1 << _PAGE_BITS
 
 
 class Space(Enum):
@@ -47,19 +47,69 @@ class Space(Enum):
     DRAM = "DRAM"
 
 
-#: Positions of one space: an index array, or a slice for a run of consecutive ones (the table
-#: is then read and written through views, without gathering).
-Positions = np.ndarray | slice
+@dataclass(frozen=True)
+class DramSpan:
+    """The DRAM granules of a 2-D transfer: ``rows`` runs of ``length`` granules, each
+    ``stride`` granules after the one before, from granule ``first``."""
+
+    first: int
+    rows: int
+    length: int
+    stride: int
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.length
+
+    @property
+    def last(self) -> int:
+        """The highest granule (rows start in order and are equally long)."""
+        return self.first + (self.rows - 1) * self.stride + self.length - 1
+
+    def granules(self) -> np.ndarray:
+        """Every granule, row by row."""
+        firsts = self.first + np.arange(self.rows, dtype=np.int64) * self.stride
+        return (firsts[:, None] + np.arange(self.length, dtype=np.int64)).reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """Table positions of a strided run: ``rows`` runs of ``length``, ``stride`` apart, from
+    ``start`` (read and written through a strided view, row by row)."""
+
+    start: int
+    rows: int
+    length: int
+    stride: int
+
+
+#: Positions of one space: an index array, or a slice for a run of consecutive ones, or a grid
+#: of equally spaced runs (the table is then read and written through views, without gathering).
+Positions = np.ndarray | slice | _Grid
 
 
 @dataclass(frozen=True)
 class Access:
-    """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or DRAM granules
-    (:meth:`RaceDetector.dram_granules`)."""
+    """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or the DRAM
+    granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`)."""
 
     space: Space
     write: bool
-    positions: Positions
+    positions: np.ndarray | slice | DramSpan
+
+
+def _at(table: np.ndarray, positions: Positions) -> np.ndarray:
+    """``table``'s entries at ``positions`` along its last axis: a view for a slice or a grid
+    (with the grid's rows and runs as two axes), a gathered copy for an index array."""
+    if isinstance(positions, slice):
+        return table[..., positions]
+    if isinstance(positions, _Grid):
+        base = table[..., positions.start :]
+        *lead, item = base.strides
+        shape = (*base.shape[:-1], positions.rows, positions.length)
+        strides = (*lead, positions.stride * item, item)
+        return np.lib.stride_tricks.as_strided(base, shape, strides)
+    return table.take(positions, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -88,24 +138,15 @@ class _Shadow:
     def __init__(self, size: int) -> None:
         self.seqs = np.zeros((2 * _MODULES, size), dtype=np.int32)
 
-    def reserve(self, size: int) -> None:
-        """Make room for ``size`` positions, at least doubling (amortised O(1) per page)."""
-        old = self.seqs.shape[1]
-        if size > old:
-            fresh = np.zeros((2 * _MODULES, max(size, 2 * old) - old), dtype=np.int32)
-            self.seqs = np.concatenate([self.seqs, fresh], axis=1)
-
     def conflict(self, bound: np.ndarray, positions: Positions, write: bool) -> _Conflict | None:
         """The first kind of unordered conflict a new access (``bound``: its clock, written
         twice, as a column) would have, or None. A read conflicts with writes only."""
         rows = 2 * _MODULES if write else _MODULES
-        if isinstance(positions, slice):
-            seqs = self.seqs[:rows, positions]
-        else:
-            seqs = self.seqs[:rows].take(positions, axis=1)
-        unordered = seqs > bound[:rows]
+        seqs = _at(self.seqs[:rows], positions)
+        unordered = (seqs > bound[:rows].reshape(rows, *([1] * (seqs.ndim - 1)))).reshape(rows, -1)
         if not np.count_nonzero(unordered):
             return None
+        seqs = seqs.reshape(rows, -1)
         writes = unordered[:_MODULES]
         if writes.any():
             writers = seqs[:_MODULES]
@@ -117,10 +158,17 @@ class _Shadow:
 
     def record(self, module: int, seq: int, positions: Positions, write: bool) -> None:
         if write:  # the new writer's sequence number, and no other writer's
-            for writer in range(_MODULES):
-                self.seqs[writer, positions] = seq if writer == module else 0
+            rows = slice(0, _MODULES)
+            values = [seq if writer == module else 0 for writer in range(_MODULES)]
+        else:  # the reader's latest
+            rows = slice(_MODULES + module, _MODULES + module + 1)
+            values = [seq]
+        column = np.array(values, dtype=self.seqs.dtype)
+        if isinstance(positions, np.ndarray):
+            self.seqs[rows, positions] = column[:, None]
         else:
-            self.seqs[_MODULES + module, positions] = seq
+            view = _at(self.seqs[rows], positions)
+            view[...] = column.reshape(-1, *([1] * (view.ndim - 1)))
 
 
 def _bound(clock: np.ndarray) -> np.ndarray:
@@ -132,7 +180,9 @@ def _bound(clock: np.ndarray) -> np.ndarray:
 class RaceDetector:
     """Checks and records every shared access of a run (see the module docstring)."""
 
-    def __init__(self, cfg: AccelConfig, instructions: Sequence[Instruction]) -> None:
+    def __init__(
+        self, cfg: AccelConfig, instructions: Sequence[Instruction], dram_bytes: int
+    ) -> None:
         self._instructions = instructions
         self._module = [stage_of(insn) - 1 for insn in instructions]
         self._program_index: list[list[int]] = [[] for _ in range(_MODULES)]
@@ -144,15 +194,20 @@ class RaceDetector:
             Space.OUT: _Shadow(cfg.out_buff_depth),
         }
         self.granule = math.gcd(*(cfg.elem_bytes(mem) for mem in MemId))
-        self._dram = _Shadow(0)
-        self._page_slot: dict[int, int] = {}
+        try:
+            self._dram = _Shadow(dram_bytes // self.granule)
+        except MemoryError:
+            table = dram_bytes // self.granule * 2 * _MODULES * 4
+            raise SimulationError(
+                f"race detection needs {table:,} bytes of address space for {dram_bytes:,} bytes "
+                "of DRAM and cannot have them: pass a smaller DRAM array or detect_races=False"
+            ) from None
 
-    def dram_granules(self, start: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+    def dram_granules(self, start: int, rows: int, row_bytes: int, stride: int) -> DramSpan:
         """The DRAM granules a 2-D transfer touches: ``rows`` rows of ``row_bytes`` bytes,
         ``stride`` bytes apart, from byte ``start`` (all multiples of :attr:`granule`)."""
         g = self.granule
-        firsts = start // g + np.arange(rows, dtype=np.int64) * (stride // g)
-        return (firsts[:, None] + np.arange(row_bytes // g, dtype=np.int64)).reshape(-1)
+        return DramSpan(start // g, rows, row_bytes // g, stride // g)
 
     def access(self, clock: np.ndarray, index: int, accesses: Sequence[Access]) -> None:
         """Instruction ``index``, whose module's vector clock is ``clock``, makes ``accesses``:
@@ -173,41 +228,21 @@ class RaceDetector:
         return self._dram if space is Space.DRAM else self._sram[space]
 
     def _positions(self, access: Access) -> Positions:
-        """Table positions: SRAM rows as they are; DRAM granules through pages."""
+        """Table positions: SRAM rows as they are; a DRAM span's granules as a slice (one run,
+        or runs that follow each other) or a grid."""
         if access.space is not Space.DRAM:
             return access.positions
-        granules = access.positions
-        if not granules.size:
-            return granules
-        # every row starts after the one before and is as long: the ends are the extremes
-        first, last = int(granules[0]), int(granules[-1])
-        page = first >> _PAGE_BITS
-        if page in self._page_slot and last >> _PAGE_BITS == page:  # one page, mapped
-            offset = (self._page_slot[page] - page) * _PAGE
-            if last - first + 1 == len(granules):  # and consecutive
-                return slice(first + offset, last + 1 + offset)
-            return granules + offset
-        # the pages lie between the extremes' pages: mark the touched ones there (no sort)
-        low = page
-        pages = (granules >> _PAGE_BITS) - low
-        touched = np.zeros((last >> _PAGE_BITS) - low + 1, dtype=bool)
-        touched[pages] = True
-        spanned = (low + np.flatnonzero(touched)).tolist()
-        new = [p for p in spanned if p not in self._page_slot]
-        if new:
-            first = len(self._page_slot)
-            self._page_slot.update({p: first + i for i, p in enumerate(new)})
-            self._dram.reserve(len(self._page_slot) * _PAGE)
-        slots = np.zeros(len(touched), dtype=np.int64)
-        slots[touched] = [self._page_slot[p] for p in spanned]
-        return slots[pages] * _PAGE + (granules & (_PAGE - 1))
+        span = access.positions
+        if span.rows == 1 or span.stride == span.length:
+            return slice(span.first, span.first + span.size)
+        return _Grid(span.first, span.rows, span.length, span.stride)
 
     def _raise(self, access: Access, positions: Positions, found: _Conflict, index: int) -> None:
         first = int(np.argmax(found.mask))
         module, seq = int(found.module[first]), int(found.seqs[first])
         same = found.mask & (found.module == module) & (found.seqs == seq)
         if access.space is Space.DRAM:
-            granules = access.positions[same] * self.granule
+            granules = access.positions.granules()[same] * self.granule
             rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
         elif isinstance(access.positions, slice):
             rows = np.arange(access.positions.start, access.positions.stop)[same]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from isa import (
     AccelConfig,
     AluInsn,
     AluOp,
+    DramBuffer,
     DramSegment,
     FinishInsn,
     GemmInsn,
@@ -379,3 +382,53 @@ def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
         assert err.rows == tuple(range(out.address + 4, out.address + 12))
         assert {err.earlier[0], err.later[0]} == {store, load}
         assert "race on DRAM bytes" in str(err)
+
+
+def _strided_store_then_load(offset: int, x_size: int) -> tuple[Program, DramBuffer]:
+    """A STORE of OUT elements 0-1, 5-6 and 10-11 (three rows of two, five apart), then a LOAD
+    of ``x_size`` of those elements from ``offset`` with no token from the store."""
+    b = ProgramBuilder(TINY)
+    acc = b.alloc("acc", MemId.ACC, 8, np.arange(32, dtype="<i4"))
+    out = b.alloc("out", MemId.OUT, 16)
+    b.load_2d(acc, sram=0, y_size=1, x_size=8)
+    b.alu(Kernel((Uop(dst_idx=0, src_idx=0),), (Loop(8, 1, 1),)), AluOp.ADD, imm=1)
+    b.dep_push(Stage.COMPUTE, Stage.STORE)
+    b.dep_pop(Stage.COMPUTE, Stage.STORE)
+    b.store_2d(out, sram=0, y_size=3, x_size=2, x_stride=5)
+    b.load_2d(out, sram=0, y_size=1, x_size=x_size, offset=offset, memory_type=MemId.INP)
+    return b.finish(), out
+
+
+def test_a_strided_store_races_only_on_the_bytes_of_its_rows():
+    between, _ = _strided_store_then_load(offset=2, x_size=3)  # elements 2-4: between rows
+    across, out = _strided_store_then_load(offset=6, x_size=3)  # 6-8: the second row's last
+    elem = TINY.elem_bytes(MemId.OUT)
+    for order in itertools.permutations(Stage):
+        _run(between, module_order=order)  # no race: the rows' gaps are not written
+        with pytest.raises(RaceError) as info:
+            _run(across, module_order=order)
+        assert info.value.buffer == "DRAM"
+        assert info.value.rows == tuple(range(out.address + 6 * elem, out.address + 7 * elem))
+
+
+def test_race_detection_without_room_for_its_table_is_a_simulation_error():
+    # Its DRAM table (six bytes per byte of DRAM) is allocated zeroed: a process whose address
+    # space cannot hold it gets a typed error, not a MemoryError (a child process allowed 2 GiB
+    # more than it uses, for 1 GiB of DRAM and a 6 GiB table).
+    script = """
+import re, resource
+import numpy as np
+from isa import AccelConfig, ProgramBuilder
+from simulator import FunctionalSimulator, SimulationError
+cfg = AccelConfig.preset("tiny")
+used = int(re.search(r"VmSize:\\s+(\\d+) kB", open("/proc/self/status").read())[1]) << 10
+resource.setrlimit(resource.RLIMIT_AS, (used + (2 << 30), used + (2 << 30)))
+try:
+    FunctionalSimulator(cfg).run(ProgramBuilder(cfg).finish(), np.zeros(1 << 30, np.uint8))
+except SimulationError as err:
+    print(err)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "race detection needs 6,442,450,944 bytes" in done.stdout
+    assert "detect_races=False" in done.stdout
