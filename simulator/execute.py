@@ -191,11 +191,13 @@ class Executor:
             self.races.access(clock, index, accesses)
         target = self._sram(mem)
         width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-        block = np.zeros((event.sram_rows // width, width, *target.shape[1:]), target.dtype)
+        shape = (event.sram_rows // width, width, *target.shape[1:])
+        block = np.reshape(target[insn.sram_base : end], shape, copy=False)  # SRAM, in place
+        if width != insn.x_size or len(block) != insn.y_size:  # pad rows and columns are zero
+            block[...] = 0
         block[
             insn.y_pad_0 : insn.y_pad_0 + insn.y_size, insn.x_pad_0 : insn.x_pad_0 + insn.x_size
         ] = rows
-        target[insn.sram_base : end] = block.reshape(-1, *target.shape[1:])
         return event
 
     def _sram(self, mem: MemId) -> np.ndarray:
