@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (the PackedMultiplier constructions a test expects to be refused are never elaborated)
 """The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6: the GEMM
 core with and without DSP packing (and its packed multiplier alone), the ALU also without its
 multiplier (``alu_mul=False``)."""
