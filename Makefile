@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks,tune
 # gcc: `cc` links the compiler's shared libraries (tests/compiler/test_codegen.py).
-APT_PACKAGES := yosys gcc g++ make perl libpython3.11
+APT_PACKAGES := gcc g++ make perl libpython3.11
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test test-gpu lint unit bench mutate clean

@@ -59,6 +59,7 @@ FIT: tuple[tuple[str, dict[str, int | bool]], ...] = (
     ("tiny", {"acc_width": 64}),
     ("tiny", {"block_in": 16}),
     ("tiny", {"batch": 2, "block_out": 8, "axi_width": 128}),
+    ("tiny", {"gemm_dsp_packing": False}),
     ("default", {}),
 )
 #: Configurations the fit never sees: its error is measured on these.
@@ -81,6 +82,7 @@ HELD_OUT: tuple[tuple[str, dict[str, int | bool]], ...] = (
     ("tiny", {"block_out": 8, "acc_width": 64}),
     ("tiny", {"batch": 4, "cmd_queue_depth": 128}),
     ("tiny", {"alu_mul": False}),
+    ("tiny", {"block_out": 8, "gemm_dsp_packing": False}),
 )
 
 

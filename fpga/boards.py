@@ -213,6 +213,7 @@ BOARDS: dict[str, Board] = {
             "Radiona ULX3S (ECP5-85F)",
             Family.ECP5,
             "LFE5U-85F-6BG381C",
+            resource_part="ecp5-85f",
             # pins of the ULX3S v3 constraints (ulx3s_v20.lpf): clk_25mhz, btn[1], btn[2], led[0]
             ecp5=Ecp5Device(
                 "85k",

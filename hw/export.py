@@ -5,6 +5,11 @@ The AXI top's ports carry the standard names that tools attach to by prefix (Viv
 inference, cocotbext-axi's ``from_prefix``): ``aclk``, ``aresetn`` (active low, synchronous),
 ``m_axi_<signal>`` (the AXI4 master), ``s_axi_<signal>`` (the AXI4-Lite control slave) and
 ``irq``.
+
+:func:`harness_verilog_text` wraps the accelerator for a place-and-route estimate on a part
+with fewer pins than it has port bits (module :data:`HARNESS_NAME`, ports ``clk``, ``rst``,
+``stimulus`` and ``led``): every input bit comes from a shift register fed by ``stimulus``, and
+``led`` is the registered XOR of every output bit, so nothing is optimized away.
 """
 
 from __future__ import annotations
@@ -12,18 +17,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal, ValueCastable
+from amaranth.hdl import Cat, ClockDomain, Elaboratable, Module, Signal, Value, ValueCastable
+from amaranth.lib.wiring import Flow
 
 from hw.axi_top import AxiAccelerator
 from hw.top import Accelerator
 from isa import AccelConfig
 
-__all__ = ["AXI_TOP_NAME", "TOP_NAME", "verilog_text", "write_verilog"]
+__all__ = [
+    "AXI_TOP_NAME",
+    "HARNESS_NAME",
+    "TOP_NAME",
+    "harness_verilog_text",
+    "verilog_text",
+    "write_verilog",
+]
 
 #: The Verilog module name of the accelerator's own top level.
 TOP_NAME = "vtaforge_accelerator"
 #: The Verilog module name of the AXI top level.
 AXI_TOP_NAME = "vtaforge_axi"
+#: The Verilog module name of the place-and-route harness (:func:`harness_verilog_text`).
+HARNESS_NAME = "vtaforge_harness"
 
 
 def verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
@@ -33,6 +48,14 @@ def verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
         return verilog.convert(Accelerator(cfg), name=TOP_NAME, emit_src=False)
     top = _AxiClocked(AxiAccelerator(cfg))
     return verilog.convert(top, name=AXI_TOP_NAME, ports=top.ports(), emit_src=False)
+
+
+def harness_verilog_text(cfg: AccelConfig) -> str:
+    """The Verilog of ``Accelerator(cfg)`` inside the place-and-route harness (module
+    :data:`HARNESS_NAME`; see the module docstring)."""
+    harness = _Harness(Accelerator(cfg))
+    ports = [harness.stimulus, harness.led]
+    return verilog.convert(harness, name=HARNESS_NAME, ports=ports, emit_src=False)
 
 
 def write_verilog(cfg: AccelConfig, path: str | Path, *, axi: bool = False) -> int:
@@ -64,4 +87,26 @@ class _AxiClocked(Elaboratable):
         m.domains.sync = sync = ClockDomain("sync")
         m.d.comb += [sync.clk.eq(self.aclk), sync.rst.eq(~self.aresetn)]
         m.submodules.top = self.inner
+        return m
+
+
+class _Harness(Elaboratable):
+    """``inner``'s inputs on a shift register fed by ``stimulus``; ``led``, the registered XOR
+    of its outputs."""
+
+    def __init__(self, inner: Accelerator):
+        self.inner = inner
+        self.stimulus = Signal()
+        self.led = Signal()
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.accelerator = inner = self.inner
+        inputs, outputs = [], []
+        for _, member, value in inner.signature.flatten(inner):
+            (outputs if member.flow is Flow.Out else inputs).append(Value.cast(value))
+        shift = Signal(sum(len(value) for value in inputs))
+        m.d.sync += shift.eq(Cat(self.stimulus, shift[:-1]))
+        m.d.comb += Cat(*inputs).eq(shift)
+        m.d.sync += self.led.eq(Cat(*outputs).xor())
         return m

@@ -4,6 +4,11 @@ Every product is registered, then an adder tree sums BLOCK_IN products per outpu
 register after each level, so a new pair of operands enters every cycle and its exact dot
 products (``inp_width + wgt_width + log2(block_in)`` bits, which the configuration guarantees
 fit the accumulator) leave :attr:`GemmCore.latency` cycles later.
+
+Where the configuration packs DSPs (:attr:`isa.AccelConfig.gemm_packed_pairs`), the products of
+output lanes ``2k`` and ``2k + 1`` with the same input element come from one multiplier, a
+:class:`PackedMultiplier`, and are unpacked before the adder tree: the same values on the same
+cycle, from half the DSP slices.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.layouts import row_layouts
-from isa import AccelConfig
+from isa import AccelConfig, ConfigError
 
-__all__ = ["GemmCore", "dot_layout"]
+__all__ = ["GemmCore", "PackedMultiplier", "dot_layout"]
 
 
 def _log2(value: int) -> int:
@@ -28,6 +33,53 @@ def dot_layout(cfg: AccelConfig) -> data.ArrayLayout:
     return data.ArrayLayout(data.ArrayLayout(signed(width), cfg.block_out), cfg.batch)
 
 
+class PackedMultiplier(wiring.Component):
+    """``p0 = x * w0`` and ``p1 = x * w1`` from one registered multiplication, one cycle after
+    the operands (signed ``inp_width``-bit ``x``, ``wgt_width``-bit weights).
+
+    The multiplier computes ``r = x * ((w1 << s) + w0)`` with ``s = cfg.gemm_pack_shift``, the
+    width of a product, so ``r = x*w1 * 2**s + x*w0``: the low product is ``r``'s low ``s``
+    bits (signed), and the high one ``r``'s next ``s`` bits plus one when the low product is
+    negative (its sign bit ``r[s - 1]``: the floor division by ``2**s`` borrowed it). The packed
+    operand needs ``wgt_width + s + 1`` signed bits, which the configuration checks fit a DSP's
+    A port before it packs (:attr:`isa.AccelConfig.gemm_packed_pairs`); a configuration that
+    packs no pairs is a ConfigError here.
+    """
+
+    def __init__(self, cfg: AccelConfig):
+        if not cfg.gemm_packed_pairs:
+            raise ConfigError(
+                "gemm_dsp_packing",
+                cfg.gemm_dsp_packing,
+                f"{cfg.fingerprint} packs no GEMM products (disabled, or inp_width="
+                f"{cfg.inp_width} and wgt_width={cfg.wgt_width} do not fit one DSP)",
+            )
+        self._shift = cfg.gemm_pack_shift
+        weight, product = signed(cfg.wgt_width), signed(cfg.gemm_pack_shift)
+        super().__init__(
+            {
+                "x": In(signed(cfg.inp_width)),
+                "w0": In(weight),
+                "w1": In(weight),
+                "p0": Out(product),
+                "p1": Out(product),
+            }
+        )
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        shift = self._shift
+        packed = Signal(signed(self.w1.shape().width + shift + 1))
+        m.d.comb += packed.eq((self.w1 << shift) + self.w0)
+        result = Signal(signed(packed.shape().width + self.x.shape().width))
+        m.d.sync += result.eq(packed * self.x)
+        m.d.comb += [
+            self.p0.eq(result[:shift].as_signed()),
+            self.p1.eq(result[shift : 2 * shift].as_signed() + result[shift - 1]),
+        ]
+        return m
+
+
 class GemmCore(wiring.Component):
     """``dot[b][o] = sum_i inp[b][i] * wgt[o][i]``, pipelined, :attr:`latency` cycles."""
 
@@ -38,20 +90,17 @@ class GemmCore(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Cycles from operands to their dot products: the product register plus one per level."""
+        """Cycles from operands to their dot products: the product register plus one per level
+        (packed or not)."""
         return 1 + _log2(self._cfg.block_in)
 
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        product_shape = signed(cfg.inp_width + cfg.wgt_width)
         for b in range(cfg.batch):
+            products = self._products(m, b)
             for o in range(cfg.block_out):
-                terms = []
-                for i in range(cfg.block_in):
-                    product = Signal(product_shape, name=f"p_{b}_{o}_{i}")
-                    m.d.sync += product.eq(self.inp[b][i] * self.wgt[o][i])
-                    terms.append(product)
+                terms = [products[o, i] for i in range(cfg.block_in)]
                 level = 0
                 while len(terms) > 1:
                     level += 1
@@ -66,3 +115,25 @@ class GemmCore(wiring.Component):
                     terms = sums
                 m.d.comb += self.dot[b][o].eq(terms[0])
         return m
+
+    def _products(self, m: Module, b: int) -> dict[tuple[int, int], Signal]:
+        """The registered products ``inp[b][i] * wgt[o][i]`` of batch row ``b`` by ``(o, i)``:
+        lanes ``2k`` and ``2k + 1`` below ``2 * gemm_packed_pairs`` from packed multipliers,
+        the others from one multiplier each."""
+        cfg = self._cfg
+        inp, wgt = self.inp[b], self.wgt
+        products: dict[tuple[int, int], Signal] = {}
+        for i in range(cfg.block_in):
+            for k in range(cfg.gemm_packed_pairs):
+                pair = m.submodules[f"pack_{b}_{2 * k}_{i}"] = PackedMultiplier(cfg)
+                m.d.comb += [
+                    pair.x.eq(inp[i]),
+                    pair.w0.eq(wgt[2 * k][i]),
+                    pair.w1.eq(wgt[2 * k + 1][i]),
+                ]
+                products[2 * k, i], products[2 * k + 1, i] = pair.p0, pair.p1
+            for o in range(2 * cfg.gemm_packed_pairs, cfg.block_out):
+                product = Signal(signed(cfg.inp_width + cfg.wgt_width), name=f"p_{b}_{o}_{i}")
+                m.d.sync += product.eq(inp[i] * wgt[o][i])
+                products[o, i] = product
+        return products

@@ -1,7 +1,9 @@
 """FPGA parts the resource estimate compares against: capacities from the vendors' data sheets.
 
-BRAM is counted in 36 Kb blocks (each holds two 18 Kb halves). ``family`` is the yosys
-``synth_xilinx -family`` name of the part's architecture.
+BRAM is counted in 36 Kb blocks (each holds two 18 Kb halves; an ECP5's 18 Kb DP16KD is half
+of one). ``family`` is the yosys ``synth_xilinx -family`` name of a Xilinx part's architecture,
+or ``ecp5`` for a Lattice ECP5, which yosys ``synth_ecp5`` maps and nextpnr-ecp5 places and
+routes (``nextpnr`` holds the part's device, package and speed-grade options).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Part:
     dsp: int
     bram36: int
     boards: str
+    nextpnr: tuple[str, ...] = ()
 
 
 PARTS: dict[str, Part] = {
@@ -30,6 +33,18 @@ PARTS: dict[str, Part] = {
         Part("xc7z020", "xc7", lut=53_200, ff=106_400, dsp=220, bram36=140, boards="PYNQ-Z1/Z2"),
         Part("xc7z010", "xc7", lut=17_600, ff=35_200, dsp=80, bram36=60, boards="Zybo Z7-10"),
         Part("xczu3eg", "xcup", lut=70_560, ff=141_120, dsp=360, bram36=216, boards="Ultra96"),
+        # LFE5U-85F: 83,640 LUT4 and as many flip-flops, 156 18x18 multipliers (MULT18X18D),
+        # 208 DP16KD block RAMs of 18 Kb.
+        Part(
+            "ecp5-85f",
+            "ecp5",
+            lut=83_640,
+            ff=83_640,
+            dsp=156,
+            bram36=104,
+            boards="ULX3S (LFE5U-85F-6BG381C)",
+            nextpnr=("--85k", "--package", "CABGA381", "--speed", "6"),
+        ),
     )
 }
 

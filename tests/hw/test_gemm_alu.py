@@ -1,5 +1,8 @@
-"""The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6; the ALU
-also without its multiplier (``alu_mul=False``)."""
+# amaranth: UnusedElaboratable=no
+# (the PackedMultiplier constructions a test expects to be refused are never elaborated)
+"""The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6: the GEMM
+core with and without DSP packing (and its packed multiplier alone), the ALU also without its
+multiplier (``alu_mul=False``)."""
 
 import numpy as np
 import pytest
@@ -8,26 +11,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw.alu import TensorAlu
-from hw.gemm import GemmCore
-from isa import AccelConfig, AluOp
+from hw.gemm import GemmCore, PackedMultiplier
+from isa import AccelConfig, AluOp, ConfigError
 from tests.hw.util import TINY, alu_reference, pack, run, unpack
 
 LANES = TINY.batch * TINY.block_out
 
 
-@settings(max_examples=5)
-@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 12))
-def test_gemm_core_streams_exact_dot_products(seed, count):
-    cfg = TINY
-    rng = np.random.default_rng(seed)
-    shape_inp = (count, cfg.batch, cfg.block_in)
-    shape_wgt = (count, cfg.block_out, cfg.block_in)
-    inp = rng.integers(-128, 128, shape_inp)
-    wgt = rng.integers(-128, 128, shape_wgt)
-    inp[0], wgt[0] = -128, -128  # the largest positive sum
-    expected = np.einsum("nbi,noi->nbo", inp, wgt)
+#: The tiny configuration's GEMM core with one multiplier per product, and with one lane
+#: (an odd block_out: nothing to pair), next to TINY's packed one.
+UNPACKED = TINY.replace(gemm_dsp_packing=False)
+ONE_LANE = TINY.replace(block_out=1)
+GEMM_CONFIGS = pytest.mark.parametrize(
+    "cfg", [TINY, UNPACKED, ONE_LANE], ids=["packed", "unpacked", "one_lane"]
+)
+
+
+def _stream_gemm(cfg: AccelConfig, inp: np.ndarray, wgt: np.ndarray) -> np.ndarray:
+    """The dot products a GemmCore of ``cfg`` streams for operands ``inp[n]``, ``wgt[n]`` fed
+    one pair a cycle, read :attr:`GemmCore.latency` cycles after each."""
+    count, lanes = len(inp), cfg.batch * cfg.block_out
     dut = GemmCore(cfg)
-    dot_width = len(dut.dot.as_value()) // LANES
+    dot_width = len(dut.dot.as_value()) // lanes
     got = []
 
     async def bench(ctx):
@@ -37,10 +42,106 @@ def test_gemm_core_streams_exact_dot_products(seed, count):
                 ctx.set(dut.wgt.as_value(), pack(wgt[step].ravel().tolist(), cfg.wgt_width))
             await ctx.tick()
             if step + 1 >= dut.latency:
-                got.append(unpack(ctx.get(dut.dot.as_value()), dot_width, LANES))
+                got.append(unpack(ctx.get(dut.dot.as_value()), dot_width, lanes))
 
     run(dut, bench)
-    assert np.array_equal(np.array(got[:count]).reshape(expected.shape), expected)
+    return np.array(got[:count]).reshape(count, cfg.batch, cfg.block_out)
+
+
+@GEMM_CONFIGS
+@settings(max_examples=5)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 12))
+def test_gemm_core_streams_exact_dot_products(cfg, seed, count):
+    rng = np.random.default_rng(seed)
+    inp = rng.integers(-128, 128, (count, cfg.batch, cfg.block_in))
+    wgt = rng.integers(-128, 128, (count, cfg.block_out, cfg.block_in))
+    inp[0], wgt[0] = -128, -128  # the largest positive sum
+    expected = np.einsum("nbi,noi->nbo", inp, wgt)
+    assert np.array_equal(_stream_gemm(cfg, inp, wgt), expected)
+
+
+@GEMM_CONFIGS
+def test_gemm_core_is_exact_on_extreme_operands(cfg):
+    """Every combination of -128, -1, 0, 1 and 127 in an input element and the two weights of
+    a lane pair, then all -128 (the largest sum) and -128 against 127 (the smallest)."""
+    extremes = np.array([-128, -1, 0, 1, 127])
+    triples = np.array(np.meshgrid(extremes, extremes, extremes)).reshape(3, -1).T
+    inp = np.empty((len(triples) + 2, cfg.batch, cfg.block_in), dtype=np.int64)
+    wgt = np.empty((len(triples) + 2, cfg.block_out, cfg.block_in), dtype=np.int64)
+    for n, (x, w0, w1) in enumerate(triples):
+        inp[n] = x
+        wgt[n, 0::2], wgt[n, 1::2] = w0, w1
+    inp[-2], wgt[-2] = -128, -128
+    inp[-1], wgt[-1] = -128, 127
+    expected = np.einsum("nbi,noi->nbo", inp, wgt)
+    assert np.array_equal(_stream_gemm(cfg, inp, wgt), expected)
+
+
+def test_gemm_core_packs_two_products_per_multiplier_at_the_same_latency():
+    """The packed core of TINY (block_out 4) builds half the multipliers of the unpacked one,
+    the odd lane of a one-lane core is left unpacked, and the latency is the same."""
+    products = TINY.batch * TINY.block_in * TINY.block_out
+    assert TINY.gemm_packed_pairs == TINY.block_out // 2
+    assert ONE_LANE.gemm_packed_pairs == 0
+    for cfg, multipliers in ((TINY, products // 2), (UNPACKED, products), (ONE_LANE, 4)):
+        core = GemmCore(cfg)
+        assert core.latency == 1 + 2  # the product register and log2(block_in = 4) levels
+        assert rtlil.convert(core, name="gemm").count("cell $mul ") == multipliers
+
+
+def _signed_range(bits: int) -> st.SearchStrategy[int]:
+    """Integers of ``bits`` signed bits, their extremes drawn often."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return st.one_of(st.sampled_from([low, low + 1, -1, 0, 1, high]), st.integers(low, high))
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_packed_multiplier_gives_both_products(data):
+    """The packing arithmetic for the configuration's widths: ``x * w0`` and ``x * w1`` out of
+    one multiplication, one cycle later, for any operands of those widths."""
+    cfg = TINY
+    triples = data.draw(
+        st.lists(
+            st.tuples(
+                _signed_range(cfg.inp_width),
+                _signed_range(cfg.wgt_width),
+                _signed_range(cfg.wgt_width),
+            ),
+            min_size=1,
+            max_size=40,
+        )
+    )
+    dut = PackedMultiplier(cfg)
+
+    async def bench(ctx):
+        for x, w0, w1 in triples:
+            ctx.set(dut.x, x)
+            ctx.set(dut.w0, w0)
+            ctx.set(dut.w1, w1)
+            await ctx.tick()
+            assert (ctx.get(dut.p0), ctx.get(dut.p1)) == (x * w0, x * w1), (x, w0, w1)
+
+    run(dut, bench)
+
+
+@pytest.mark.parametrize(
+    ("changes", "pairs"),
+    [
+        ({}, 2),  # int8: a 25-bit packed operand, an 8-bit input
+        ({"block_out": 8}, 4),
+        ({"block_out": 1}, 0),  # nothing to pair
+        ({"gemm_dsp_packing": False}, 0),
+        ({"wgt_width": 16, "acc_width": 64}, 0),  # 16 + 24 + 1 = 41 bits > 25
+        ({"inp_width": 16, "acc_width": 64}, 0),  # 8 + 24 + 1 = 33 bits > 25
+    ],
+)
+def test_packing_applies_only_where_both_products_fit_a_dsp(changes, pairs):
+    cfg = TINY.replace(**changes)
+    assert cfg.gemm_packed_pairs == pairs
+    if not pairs:
+        with pytest.raises(ConfigError, match="gemm_dsp_packing.*packs no GEMM products"):
+            PackedMultiplier(cfg)
 
 
 EDGES = [-(2**31), -(2**31) + 1, -65, -64, -33, -32, -31, -1, 0, 1, 31, 32, 33, 127, 2**31 - 1]

@@ -29,6 +29,7 @@ _OTHER_VALUES = {
     "axi_width": 128,
     "clock_mhz": 150.0,
     "cmd_queue_depth": 64,
+    "gemm_dsp_packing": False,
     "sram_addr_bits": 17,
     "dram_addr_bits": 31,
     "mem_size_bits": 15,
@@ -38,7 +39,7 @@ _OTHER_VALUES = {
     "alu_imm_bits": 15,
     "alu_mul": False,
 }
-_NOT_ISA = {"axi_width", "clock_mhz", "cmd_queue_depth"}
+_NOT_ISA = {"axi_width", "clock_mhz", "cmd_queue_depth", "gemm_dsp_packing"}
 
 
 def test_the_isa_parameters_come_from_the_definition():

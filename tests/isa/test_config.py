@@ -248,5 +248,6 @@ def test_fingerprint_tracks_every_primary_parameter():
         base.replace(inp_buff_size=16 * 1024),
         base.replace(block_out=32),
         base.replace(cmd_queue_depth=16),
+        base.replace(gemm_dsp_packing=False),
     ]
     assert len({v.fingerprint for v in variants} | {base.fingerprint}) == len(variants) + 1

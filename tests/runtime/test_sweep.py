@@ -155,7 +155,7 @@ def test_yosys_columns_come_from_the_cached_estimate(tmp_path, monkeypatch):
 
     calls = []
 
-    def fake(cfg, part_name="xc7z020", *, timeout=3600.0):
+    def fake(cfg, part_name="xc7z020", *, timeout=3600.0, yosys="yowasp"):
         calls.append(cfg.fingerprint)
         return hw.resources.ResourceEstimate(part(part_name), 5000, 300, 2000, 24, 6.0, 1.0, "y")
 
