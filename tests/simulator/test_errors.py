@@ -357,17 +357,24 @@ def test_words_and_records_run_alike():
     assert np.array_equal(dram, by_record)
 
 
-def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
+def _store_then_load(rows: int, store: dict, load: dict) -> tuple[Program, DramBuffer]:
+    """``rows`` accumulator rows, one added to each, stored (``store``: store_2d's arguments) to
+    ``out``, then loaded back (``load``) with no token from the store: the program and ``out``."""
     b = ProgramBuilder(TINY)
-    acc = b.alloc("acc", MemId.ACC, 4, np.arange(16, dtype="<i4"))
-    out = b.alloc("out", MemId.OUT, 4)
-    b.load_2d(acc, sram=0, y_size=1, x_size=4)
-    b.alu(Kernel((Uop(dst_idx=0, src_idx=0),), (Loop(4, 1, 1),)), AluOp.ADD, imm=1)
+    acc = b.alloc("acc", MemId.ACC, rows, np.arange(4 * rows, dtype="<i4"))
+    out = b.alloc("out", MemId.OUT, 16)
+    b.load_2d(acc, sram=0, y_size=1, x_size=rows)
+    b.alu(Kernel((Uop(dst_idx=0, src_idx=0),), (Loop(rows, 1, 1),)), AluOp.ADD, imm=1)
     b.dep_push(Stage.COMPUTE, Stage.STORE)
     b.dep_pop(Stage.COMPUTE, Stage.STORE)
-    b.store_2d(out, sram=0, y_size=1, x_size=2, offset=1)  # elements 1 and 2
-    b.load_2d(out, sram=0, y_size=1, x_size=4, memory_type=MemId.INP)  # no token from store
-    program = b.finish()
+    b.store_2d(out, sram=0, **store)
+    b.load_2d(out, sram=0, y_size=1, memory_type=MemId.INP, **load)
+    return b.finish(), out
+
+
+def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
+    # elements 1 and 2 stored, 0-3 loaded
+    program, out = _store_then_load(4, {"y_size": 1, "x_size": 2, "offset": 1}, {"x_size": 4})
     store = next(i for i, x in enumerate(program.instructions) if x.opcode is Opcode.STORE)
     load = next(
         i
@@ -384,24 +391,11 @@ def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
         assert "race on DRAM bytes" in str(err)
 
 
-def _strided_store_then_load(offset: int, x_size: int) -> tuple[Program, DramBuffer]:
-    """A STORE of OUT elements 0-1, 5-6 and 10-11 (three rows of two, five apart), then a LOAD
-    of ``x_size`` of those elements from ``offset`` with no token from the store."""
-    b = ProgramBuilder(TINY)
-    acc = b.alloc("acc", MemId.ACC, 8, np.arange(32, dtype="<i4"))
-    out = b.alloc("out", MemId.OUT, 16)
-    b.load_2d(acc, sram=0, y_size=1, x_size=8)
-    b.alu(Kernel((Uop(dst_idx=0, src_idx=0),), (Loop(8, 1, 1),)), AluOp.ADD, imm=1)
-    b.dep_push(Stage.COMPUTE, Stage.STORE)
-    b.dep_pop(Stage.COMPUTE, Stage.STORE)
-    b.store_2d(out, sram=0, y_size=3, x_size=2, x_stride=5)
-    b.load_2d(out, sram=0, y_size=1, x_size=x_size, offset=offset, memory_type=MemId.INP)
-    return b.finish(), out
-
-
 def test_a_strided_store_races_only_on_the_bytes_of_its_rows():
-    between, _ = _strided_store_then_load(offset=2, x_size=3)  # elements 2-4: between rows
-    across, out = _strided_store_then_load(offset=6, x_size=3)  # 6-8: the second row's last
+    # elements 0-1, 5-6 and 10-11 stored (three rows of two, five apart)
+    store = {"y_size": 3, "x_size": 2, "x_stride": 5}
+    between, _ = _store_then_load(8, store, {"offset": 2, "x_size": 3})  # 2-4: between rows
+    across, out = _store_then_load(8, store, {"offset": 6, "x_size": 3})  # 6-8: a row's last
     elem = TINY.elem_bytes(MemId.OUT)
     for order in itertools.permutations(Stage):
         _run(between, module_order=order)  # no race: the rows' gaps are not written
