@@ -77,16 +77,18 @@ def test_estimate_rejects_an_unknown_part_before_synthesis():
 
 def test_the_harness_has_four_pins_and_a_shift_register_as_wide_as_the_inputs():
     """The place-and-route harness of an ECP5 estimate: ports clk, rst, stimulus and led; the
-    shift register holds every input bit of the accelerator (counted on its exported top)."""
+    shift register holds every input bit of the accelerator and a register every output bit
+    (counted on its exported top)."""
     text = harness_verilog_text(TINY)
     header = re.search(rf"module {HARNESS_NAME}\(([^)]*)\);", text)
     assert sorted(header.group(1).replace(" ", "").split(",")) == ["clk", "led", "rst", "stimulus"]
     top = verilog_text(TINY)
-    top = top[top.index(f"module {TOP_NAME}(") :]
-    declared = re.findall(r"^  input (?:\[(\d+):0\] )?(\w+);", top[: top.index("endmodule")], re.M)
-    inputs = sum(int(high or 0) + 1 for high, name in declared if name not in ("clk", "rst"))
+    top = top[top.index(f"module {TOP_NAME}(") : top.index("endmodule")]
     body = text[header.end() : text.index("endmodule", header.end())]
-    assert re.search(rf"reg \[{inputs - 1}:0\] ", body)
+    for direction in ("input", "output"):
+        declared = re.findall(rf"^  {direction} (?:\[(\d+):0\] )?(\w+);", top, re.M)
+        bits = sum(int(high or 0) + 1 for high, name in declared if name not in ("clk", "rst"))
+        assert re.search(rf"reg \[{bits - 1}:0\] ", body), (direction, bits)
 
 
 def test_an_estimate_round_trips_through_its_dict_with_its_fmax():
