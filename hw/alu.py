@@ -1,12 +1,17 @@
-"""The tensor ALU: one accumulator row, lane by lane, combinational (SEMANTICS 6).
+"""The tensor ALU: one accumulator row, lane by lane, in two pipeline stages (SEMANTICS 6).
 
-``result = op(a, x)`` for every ``[b][o]`` lane, with ``x`` the other operand (an accumulator
-row or the sign-extended immediate broadcast by the caller). SHR reads ``x``'s low
-``cfg.shr_arg_bits`` bits as a signed shift (negative shifts left); MUL multiplies by its low
-``cfg.mul_arg_bits`` bits, signed. Results wrap to ``acc_width``. Only the opcodes of
-``cfg.alu_ops`` are built: without ``alu_mul`` there is no multiplier at all. Any other opcode
-(outside :class:`isa.AluOp`, or MUL without ``alu_mul``) leaves ``a`` unchanged: such a word
-cannot be encoded.
+``result = op(a, x)`` for every ``[b][o]`` lane, of the operands (and ``op``) given
+:attr:`TensorAlu.latency` cycles earlier, with ``x`` the other operand (an accumulator row or the
+sign-extended immediate broadcast by the caller). SHR reads ``x``'s low ``cfg.shr_arg_bits`` bits
+as a signed shift (negative shifts left); MUL multiplies by its low ``cfg.mul_arg_bits`` bits,
+signed. Results wrap to ``acc_width``. Only the opcodes of ``cfg.alu_ops`` are built: without
+``alu_mul`` there is no multiplier at all. Any other opcode (outside :class:`isa.AluOp`, or MUL
+without ``alu_mul``) leaves ``a`` unchanged: such a word cannot be encoded.
+
+The first stage computes MIN, MAX, ADD and SHR and registers the chosen one; MUL multiplies each
+:data:`MUL_SLICE_BITS`-bit slice of ``a`` by the factor (one hardware multiplier each) and
+registers the partial products, so no multiplier's output feeds more logic in its cycle. The
+second stage adds the partial products and picks MUL's sum or the registered result.
 """
 
 from __future__ import annotations
@@ -18,11 +23,15 @@ from amaranth.lib.wiring import In, Out
 from hw.layouts import insn_layouts, row_layouts
 from isa import AccelConfig, AluOp
 
-__all__ = ["TensorAlu"]
+__all__ = ["MUL_SLICE_BITS", "TensorAlu"]
+
+#: MUL's partial products: slices of ``a`` this wide (the top one signed) times the factor,
+#: each within one 18x18 (ECP5) or 25x18 (DSP48E1) multiplier.
+MUL_SLICE_BITS = 16
 
 
 class TensorAlu(wiring.Component):
-    """``result = op(a, x)`` on accumulator rows."""
+    """``result = op(a, x)`` on accumulator rows, :attr:`latency` cycles after the operands."""
 
     def __init__(self, cfg: AccelConfig):
         self._cfg = cfg
@@ -36,27 +45,49 @@ class TensorAlu(wiring.Component):
             }
         )
 
+    @property
+    def latency(self) -> int:
+        """Cycles from the operands to their result: the first stage's register."""
+        return 1
+
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
+        multiply = AluOp.MUL in cfg.alu_ops
+        is_mul = Signal()
+        if multiply:
+            m.d.sync += is_mul.eq(self.op == AluOp.MUL)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 a, x, result = self.a[b][o], self.x[b][o], self.result[b][o]
                 shift = Signal(signed(cfg.shr_arg_bits), name=f"shift_{b}_{o}")
                 m.d.comb += shift.eq(x[: cfg.shr_arg_bits].as_signed())
                 distance = Mux(shift < 0, -shift, shift).as_unsigned()
+                picked = Signal.like(result, name=f"picked_{b}_{o}")
                 with m.Switch(self.op):
                     with m.Case(AluOp.MIN):
-                        m.d.comb += result.eq(Mux(a < x, a, x))
+                        m.d.sync += picked.eq(Mux(a < x, a, x))
                     with m.Case(AluOp.MAX):
-                        m.d.comb += result.eq(Mux(a > x, a, x))
+                        m.d.sync += picked.eq(Mux(a > x, a, x))
                     with m.Case(AluOp.ADD):
-                        m.d.comb += result.eq(a + x)
+                        m.d.sync += picked.eq(a + x)
                     with m.Case(AluOp.SHR):
-                        m.d.comb += result.eq(Mux(shift < 0, a << distance, a >> distance))
-                    if AluOp.MUL in cfg.alu_ops:
-                        with m.Case(AluOp.MUL):
-                            m.d.comb += result.eq(a * x[: cfg.mul_arg_bits].as_signed())
+                        m.d.sync += picked.eq(Mux(shift < 0, a << distance, a >> distance))
                     with m.Default():
-                        m.d.comb += result.eq(a)
+                        m.d.sync += picked.eq(a)
+                if not multiply:
+                    m.d.comb += result.eq(picked)
+                    continue
+                factor = x[: cfg.mul_arg_bits].as_signed()
+                product = 0
+                for low in range(0, cfg.acc_width, MUL_SLICE_BITS):
+                    piece = a[low : low + MUL_SLICE_BITS]
+                    top = low + MUL_SLICE_BITS >= cfg.acc_width
+                    partial = piece.as_signed() if top else piece.as_unsigned()
+                    term = Signal(
+                        signed(len(piece) + 1 + cfg.mul_arg_bits), name=f"mul{low}_{b}_{o}"
+                    )
+                    m.d.sync += term.eq(partial * factor)
+                    product += term << low
+                m.d.comb += result.eq(Mux(is_mul, product, picked))
         return m

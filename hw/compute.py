@@ -2,17 +2,29 @@
 
 It owns the micro-op and accumulator buffers, reads INP and WGT and writes OUT through ports of
 buffers the top level owns. GEMM and ALU steps come from the :class:`~hw.sequencer.LoopSequencer`
-and flow down one pipeline without stalls::
+and flow down one pipeline without stalls (Sn: n cycles after the step leaves the sequencer;
+C1, C2: a step's two computing stages)::
 
-    S0 micro-op read     S1 indices = micro-op + offsets     S2 INP/WGT (GEMM) or ACC read (ALU)
-    GEMM: S3 operands -> GemmCore (latency L) -> S3+L-1 ACC[d] read -> S3+L ACC[d], OUT[d] write
-    ALU imm:    S2 ACC[d] read -> S3 write                         (one step per cycle)
-    ALU vector: S2 ACC[s] read, S3 ACC[d] read -> S4 write         (one step every two cycles)
+    S0 micro-op read     S1 indices = micro-op + offsets     S2 INP/WGT read
+    S3 the INP/WGT rows registered
+    GEMM:       S4 rows -> GemmCore (latency L) -> C1 = S4+L: ACC[d] + dot products registered
+                -> C2 -> S6+L write                                   (ACC[d] read in S2+L)
+    ALU imm:    S2 ACC[d] read -> C1 = S4 -> C2 -> S6 write            (one step per cycle)
+    ALU vector: S2 ACC[s] read, S3 ACC[d] read -> C1 = S5 -> C2 -> S7 write   (one every two)
 
-A step reads ACC one cycle before the step issued just ahead of it writes, so the pipeline
-needs the software's promise that a step does not read the row the previous step writes
-(``cfg.acc_raw_window >= 1``; the ISA promises 2). An instruction completes, and pushes its
-tokens, only once the pipeline has drained, so the window never spans two instructions.
+No BRAM's read data feeds arithmetic before a register (the rows read in Sn are registered in
+Sn+1), the ALU (:class:`~hw.alu.TensorAlu`) takes C1 and C2 (its multipliers' outputs are
+registered), and every result is registered before it is written (the write stage writes ACC[d]
+and, narrowed, OUT[d]). Every valid step runs through all 6 + L stages, so an instruction's last
+step leaves the pipeline 6 + L cycles after it issued (``TimingConfig.step_stages = 6`` outside
+the core).
+
+A step reads ACC four cycles before it writes. The row read is registered in the next cycle, and
+a write to that row in the cycle of the read or in the next one replaces it there (two bypass
+paths beside the BRAM's output), so a step sees the writes of the steps three or more before it
+but may miss those of the two just before it: the pipeline needs the software's promise
+``cfg.acc_raw_window >= 2`` (SEMANTICS 5). An instruction completes, and pushes its tokens, only
+once the pipeline has drained, so the window never spans two instructions.
 """
 
 from __future__ import annotations
@@ -34,7 +46,10 @@ from isa import INSN_WIDTH, UOP_WIDTH, AccelConfig, MemId, Opcode, Stage
 __all__ = ["Compute"]
 
 #: How many earlier steps' accumulator writes a step's read may miss in this pipeline.
-_RAW_DISTANCE = 1
+_RAW_DISTANCE = 2
+#: The stage in which a step's operands enter the GEMM core (and an ALU step with an
+#: immediate computes).
+_CORE_STAGE = 4
 
 
 class Compute(wiring.Component):
@@ -103,78 +118,108 @@ class Compute(wiring.Component):
             from_alu = alu_insn[name] if name in layouts.alu.members else 0
             m.d.comb += sequencer.cmd.payload[name].eq(Mux(is_alu, from_alu, gemm_insn[name]))
 
-        # The step pipeline (see the module docstring); v<n> marks a valid step in stage n.
+        # The step pipeline (see the module docstring). valid[n]: a step is in stage n;
+        # dst[n]: its accumulator row (from stage 2 on, when its indices are known).
+        assert alu.latency == 1, "the second computing stage waits for the ALU's register"
         vector = is_alu & ~alu_insn.use_imm
         step = sequencer.step
-        v1, v2, v3, v4 = (Signal(name=f"v{stage}") for stage in range(1, 5))
+        gemm_stage = _CORE_STAGE + gemm.latency  # a GEMM step's dot products leave the core
+        last = gemm_stage + 2  # its write stage: every step, ALU too, runs through them all
+        valid = [step.valid & step.ready] + [Signal(name=f"v{n}") for n in range(1, last + 1)]
         offsets = Signal.like(step.payload)
         m.d.comb += [
-            step.ready.eq(~(vector & v1)),
+            step.ready.eq(~(vector & valid[1])),
             uop_rd.addr.eq(step.payload.uop),
         ]
-        m.d.sync += [v1.eq(step.valid & step.ready), offsets.eq(step.payload)]
+        m.d.sync += offsets.eq(step.payload)
         uop = data.View(layouts.uop, uop_rd.data)
-        d2 = Signal.like(uop.dst_idx)
+        dst = [None, None, Signal.like(uop.dst_idx, name="d2")]
+        dst += [Signal.like(dst[2], name=f"d{n}") for n in range(3, gemm_stage + 1)]
         s2 = Signal.like(offsets.src)
         w2 = Signal.like(uop.wgt_idx)
-        d3, d4 = Signal.like(d2), Signal.like(d2)
         m.d.sync += [
-            v2.eq(v1),
-            d2.eq(uop.dst_idx + offsets.dst),
+            dst[2].eq(uop.dst_idx + offsets.dst),
             s2.eq(uop.src_idx + offsets.src),
             w2.eq(uop.wgt_idx + offsets.wgt),
-            v3.eq(v2),
-            d3.eq(d2),
-            v4.eq(v3 & vector),
-            d4.eq(d3),
         ]
+        for n in range(1, last + 1):
+            m.d.sync += valid[n].eq(valid[n - 1])
+        for n in range(3, gemm_stage + 1):
+            m.d.sync += dst[n].eq(dst[n - 1])
+
+        # S2 reads INP and WGT; S3 registers their rows, which enter the GEMM core in S4.
+        operands_inp = Signal.like(self.inp.data)
+        operands_wgt = Signal.like(self.wgt.data)
         m.d.comb += [
             self.inp.addr.eq(s2),
             self.wgt.addr.eq(w2),
-            gemm.inp.eq(self.inp.data),
-            gemm.wgt.eq(self.wgt.data),
+            gemm.inp.eq(operands_inp),
+            gemm.wgt.eq(operands_wgt),
         ]
-        # GEMM: the destination travels beside the core's pipeline.
-        gemm_valid = [v3] + [Signal(name=f"gv{n}") for n in range(1, gemm.latency + 1)]
-        gemm_dst = [d3] + [Signal.like(d3, name=f"gd{n}") for n in range(1, gemm.latency + 1)]
-        for n in range(1, gemm.latency + 1):
-            m.d.sync += [gemm_valid[n].eq(gemm_valid[n - 1]), gemm_dst[n].eq(gemm_dst[n - 1])]
-        with m.If(is_gemm):
-            m.d.comb += acc_rd.addr.eq(gemm_dst[-2])
-        with m.Elif(vector):
-            m.d.comb += acc_rd.addr.eq(Mux(v3, d3, s2))
-        with m.Else():
-            m.d.comb += acc_rd.addr.eq(d2)
+        m.d.sync += [operands_inp.eq(self.inp.data), operands_wgt.eq(self.wgt.data)]
 
-        acc = data.View(rows.acc, acc_rd.data)
+        # ACC is read two stages before a step's first computing stage (C1), and the row read
+        # is registered: ``acc_row`` holds it in C1 (``source`` holds the row read a cycle
+        # earlier: a vector ALU step's ACC[s]). The port returns a row as it was before the
+        # cycle's write; the steps' writes of the cycle of the read (``bypass_row``,
+        # registered) and of the next (``value``) replace it in ``acc_row`` when they write its
+        # row, so the BRAM's output feeds nothing but that register. (A LOAD's writes need no
+        # bypass: the steps of the instructions after it start once it has finished.)
+        with m.If(is_gemm):
+            m.d.comb += acc_rd.addr.eq(dst[gemm_stage - 2])
+        with m.Elif(vector):
+            m.d.comb += acc_rd.addr.eq(Mux(valid[3], dst[3], s2))
+        with m.Else():
+            m.d.comb += acc_rd.addr.eq(dst[2])
+        acc_row = Signal(rows.acc)
         source = Signal(rows.acc)
+        # the write stage's registers (declared here, driven below)
+        write, address, value = Signal(), Signal.like(dst[2]), Signal(rows.acc)
+        read_row = Signal.like(acc_rd.addr)  # the row whose data the port returns
+        bypass, bypass_row = Signal(), Signal(rows.acc)
+        latest = write & (address == read_row)
+        m.d.sync += [
+            read_row.eq(acc_rd.addr),
+            bypass.eq(write & (address == acc_rd.addr)),
+            bypass_row.eq(value),
+            acc_row.eq(Mux(latest, value, Mux(bypass, bypass_row, acc_rd.data))),
+            source.eq(acc_row),
+        ]
         immediate = Signal(rows.acc)
-        m.d.sync += source.eq(acc_rd.data)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += immediate[b][o].eq(alu_insn.imm)
         m.d.comb += [
             alu.op.eq(alu_insn.alu_opcode),
-            alu.a.eq(acc_rd.data),
+            alu.a.eq(acc_row),
             alu.x.eq(Mux(alu_insn.use_imm, immediate, source)),
         ]
-        result = Signal(rows.acc)
-        write, address = Signal(), Signal.like(d2)
+
+        # C1: GEMM's dot products arrive and ACC[d] + dot is registered; an ALU step's operands
+        # enter the ALU. C2, a cycle later: the sum or the ALU's result is ready.
+        computing, row = Signal(), Signal.like(dst[2])
         with m.If(is_gemm):
-            m.d.comb += [write.eq(gemm_valid[-1]), address.eq(gemm_dst[-1])]
-            for b in range(cfg.batch):
-                for o in range(cfg.block_out):
-                    m.d.comb += result[b][o].eq(acc[b][o] + gemm.dot[b][o])
+            m.d.comb += [computing.eq(valid[gemm_stage]), row.eq(dst[gemm_stage])]
         with m.Else():
+            # with an immediate, the stage the core's operands enter; a vector step, a stage
+            # later (it reads two rows)
+            imm, vec = _CORE_STAGE, _CORE_STAGE + 1
             m.d.comb += [
-                write.eq(is_alu & Mux(vector, v4, v3)),
-                address.eq(Mux(vector, d4, d3)),
-                result.eq(alu.result),
+                computing.eq(Mux(vector, valid[vec], valid[imm])),
+                row.eq(Mux(vector, dst[vec], dst[imm])),
             ]
+        total = Signal(rows.acc)
+        for b in range(cfg.batch):
+            for o in range(cfg.block_out):
+                m.d.sync += total[b][o].eq(acc_row[b][o] + gemm.dot[b][o])
+        ready, ready_row = Signal(), Signal.like(row)
+        m.d.sync += [ready.eq(computing), ready_row.eq(row)]
+        result = Mux(is_gemm, total, alu.result)
         reset = Mux(is_alu, alu_insn.reset_reg, gemm_insn.reset_reg)
-        value = Signal(rows.acc)
+
+        # The write stage: the result registered, written to ACC and (narrowed) to OUT.
+        m.d.sync += [write.eq(ready), address.eq(ready_row), value.eq(Mux(reset, 0, result))]
         narrow = Signal(rows.out)
-        m.d.comb += value.eq(Mux(reset, 0, result))
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += narrow[b][o].eq(value[b][o])
@@ -186,8 +231,8 @@ class Compute(wiring.Component):
             self.out.addr.eq(address),
             self.out.data.eq(narrow),
         ]
-        draining = v1 | v2 | v3 | v4
-        for valid in gemm_valid[1:]:
-            draining |= valid
+        draining = valid[1]
+        for busy in valid[2:]:
+            draining |= busy
         m.d.comb += slot.done.eq(~loader.busy & ~sequencer.busy & ~draining)
         return m

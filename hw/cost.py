@@ -10,9 +10,11 @@ configurations:
   element (:attr:`isa.AccelConfig.gemm_packed_pairs`: one DSP48E1 for two int8 products) and
   one signed ``inp_width x wgt_width`` product per other multiply-accumulate, and, where the ALU
   has its multiplier (``getattr(cfg, "alu_mul", True)``), one signed ``acc_width x
-  MUL_ARG_BITS`` product per ALU lane (``hw/alu.py``), each split into DSP48E1 slices the way
-  yosys's ``mul2dsp`` does (25 x 18 signed, partial slices of 17 unsigned bits): 1 DSP for
-  8 x 8 and 25 x 8, 2 for 32 x 8, 4 for 64 x 8.
+  MUL_ARG_BITS`` product per ALU lane, each counted as DSP48E1 slices the way yosys's
+  ``mul2dsp`` splits a product (25 x 18 signed, partial slices of 17 unsigned bits): 1 DSP for
+  8 x 8 and 25 x 8, 2 for 32 x 8, 4 for 64 x 8. ``hw/alu.py`` splits the ALU's product itself,
+  into 16-bit slices of the accumulator with one multiplier each: the same count for 16-, 32-
+  and 64-bit accumulators.
 - **BRAM** (exact by construction where yosys maps as modelled): every memory of the design
   (the UOP, INP, WGT, ACC and OUT buffers, the three command queues, the fetch buffer and the
   two small burst FIFOs; :func:`memories`) is mapped as yosys's ``memory_libmap`` does for a

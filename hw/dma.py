@@ -55,15 +55,20 @@ class BurstSplitter(wiring.Component):
         m = Module()
         page_beats = AXI_PAGE_BYTES // self._bus_bytes
         limit = min(self._max_beats, page_beats)
+
+        def burst_beats(beat: Value, left: Value) -> Value:
+            """Beats of the burst that starts at beat index ``beat`` with ``left`` beats to go:
+            at most ``limit``, and not past the end of ``beat``'s page."""
+            room = page_beats - beat[: _log2(page_beats)]
+            most = Mux(room < limit, room, limit)
+            return Mux(left < most, left, most)
+
+        # The burst on offer is registered (its address, beats left and size): the next
+        # burst's size is computed as one is accepted, so nothing between the command and the
+        # bus is combinational.
         cur = Signal.like(self.cmd.payload.beat)
         left = Signal.like(self.cmd.payload.beats)
-        room = Signal(range(page_beats + 1))
         size = Signal(range(AXI_MAX_BEATS + 1))
-        m.d.comb += [
-            room.eq(page_beats - cur[: _log2(page_beats)]),
-            size.eq(Mux(room < limit, room, limit)),
-        ]
-        size = Mux(left < size, left, size)
         m.d.comb += [
             self.cmd.ready.eq(~self.busy),
             self.burst.valid.eq(self.busy),
@@ -71,13 +76,16 @@ class BurstSplitter(wiring.Component):
             self.burst.payload.len.eq(size - 1),
         ]
         with m.If(self.cmd.valid & self.cmd.ready):
+            beat, beats = self.cmd.payload.beat, self.cmd.payload.beats
             m.d.sync += [
-                cur.eq(self.cmd.payload.beat),
-                left.eq(self.cmd.payload.beats),
-                self.busy.eq(self.cmd.payload.beats != 0),
+                cur.eq(beat),
+                left.eq(beats),
+                size.eq(burst_beats(beat, beats)),
+                self.busy.eq(beats != 0),
             ]
         with m.If(self.burst.valid & self.burst.ready):
-            m.d.sync += [cur.eq(cur + size), left.eq(left - size)]
+            beat, beats = cur + size, left - size
+            m.d.sync += [cur.eq(beat), left.eq(beats), size.eq(burst_beats(beat, beats))]
             with m.If(left == size):
                 m.d.sync += self.busy.eq(0)
         return m

@@ -11,7 +11,7 @@ client's data on the shared read channel.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -69,10 +69,14 @@ class Fetch(wiring.Component):
             requester.rows.ready.eq(unpacker.row.ready),
         ]
 
-        # Credits: beats requested but not yet taken out of the buffer.
-        reserved = Signal(range(depth + 1))
+        # Credits: the buffer's room for beats not yet requested (its depth less the beats
+        # requested and not yet taken out of it). The next room is worked out for both
+        # outcomes of this cycle's request and the handshake only picks one, so no adder
+        # follows the arbiter's grant.
+        room = Signal(range(depth + 1), init=depth)
         burst = requester.burst
-        fits = reserved + burst.payload.len + 1 <= depth
+        beats = burst.payload.len + 1
+        fits = beats <= room
         ar = self.read.ar
         m.d.comb += [
             ar.payload.eq(burst.payload),
@@ -83,13 +87,9 @@ class Fetch(wiring.Component):
             self.read.r.ready.eq(buffer.w_rdy),
         ]
         wiring.connect(m, buffer.r_stream, unpacker.beat)
-        granted = Signal.like(reserved)
-        taken = Signal.like(reserved)
-        m.d.comb += [
-            granted.eq(((ar.valid & ar.ready) * (burst.payload.len + 1))[: len(reserved)]),
-            taken.eq(buffer.r_en & buffer.r_rdy),
-        ]
-        m.d.sync += reserved.eq(reserved + granted - taken)
+        kept = Signal.like(room)  # the room after this cycle without a request
+        m.d.comb += kept.eq(room + (buffer.r_en & buffer.r_rdy))
+        m.d.sync += room.eq(Mux(ar.valid & ar.ready, kept - beats, kept))
 
         # Routing, as isa.stage_of: a LOAD goes to compute only for compute's memory types, so
         # a LOAD of any other type (a no-op when x_size is 0, else an error) goes to load.

@@ -102,17 +102,21 @@ class LoadEngine(wiring.Component):
             elements[mem] = unpacker.elem
 
         # The writer: lines of (x_pad_0 + x_size + x_pad_1) rows, y_pad_0 + y_size + y_pad_1 times.
+        # The bounds are sums of the instruction's fields, registered at the start so that no
+        # adder lies between the writer's position and its SRAM write.
         writing = Signal()
         line = Signal(len(insn.y_size) + 1)
         column = Signal(len(insn.x_size) + 1)
         address = Signal(len(insn.sram_base))
         lines = insn.y_pad_0 + insn.y_size + insn.y_pad_1
         width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+        last_line, last_column = Signal.like(line), Signal.like(column)
+        body_lines_end, body_columns_end = Signal.like(line), Signal.like(column)
         body = (
             (line >= insn.y_pad_0)
-            & (line < insn.y_pad_0 + insn.y_size)
+            & (line < body_lines_end)
             & (column >= insn.x_pad_0)
-            & (column < insn.x_pad_0 + insn.x_size)
+            & (column < body_columns_end)
         )
         element_valid = Signal()
         for mem, elem in elements.items():
@@ -143,12 +147,16 @@ class LoadEngine(wiring.Component):
                 line.eq(0),
                 column.eq(0),
                 address.eq(insn.sram_base),
+                last_line.eq(lines - 1),
+                last_column.eq(width - 1),
+                body_lines_end.eq(insn.y_pad_0 + insn.y_size),
+                body_columns_end.eq(insn.x_pad_0 + insn.x_size),
             ]
         with m.Elif(write):
             m.d.sync += [address.eq(address + 1), column.eq(column + 1)]
-            with m.If(column == width - 1):
+            with m.If(column == last_column):
                 m.d.sync += [column.eq(0), line.eq(line + 1)]
-                with m.If(line == lines - 1):
+                with m.If(line == last_line):
                     m.d.sync += writing.eq(0)
         m.d.comb += self.busy.eq(writing | requester.busy)
         return m

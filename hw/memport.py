@@ -13,12 +13,12 @@ channel  direction  payload
 
 Read data returns in request order (one AXI ID). Bursts never cross a 4 KiB boundary and are at
 most 256 beats (AXI4 rules), so :class:`hw.axi.AxiMaster` puts the port on AXI4 with wiring
-only. :func:`beat_span` is the address arithmetic every client shares.
+only.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Value, unsigned
+from amaranth.hdl import unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,7 +32,6 @@ __all__ = [
     "MemPortSignature",
     "ReadClientSignature",
     "WriteClientSignature",
-    "beat_span",
     "burst_layout",
 ]
 
@@ -88,11 +87,3 @@ class MemPortSignature(wiring.Signature):
         read = ReadClientSignature(cfg).members
         write = WriteClientSignature(cfg).members
         super().__init__({**dict(read), **dict(write)})
-
-
-def beat_span(byte_addr: Value, byte_count: Value, bus_bytes: int) -> tuple[Value, Value]:
-    """(first beat index, number of beats) covering ``byte_count > 0`` bytes at ``byte_addr``."""
-    shift = (bus_bytes - 1).bit_length()
-    first = byte_addr >> shift
-    last = (byte_addr + byte_count - 1) >> shift
-    return first, last - first + 1

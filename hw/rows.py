@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.dma import BurstSplitter
 from hw.layouts import byte_addr_bits
-from hw.memport import AXI_MAX_BEATS, beat_span, burst_layout
+from hw.memport import AXI_MAX_BEATS, burst_layout
 from isa import AccelConfig
 
 __all__ = ["RowRequester"]
@@ -77,15 +77,26 @@ class RowRequester(wiring.Component):
         row = Signal.like(self.y_size)
         elem_addr = Signal(byte_addr_bits(cfg))
         byte_addr = Signal(byte_addr_bits(cfg))
-        byte_count = Signal(self._count_bits)
+        # The row's last byte is registered as the row's address is (the first row's from the
+        # transfer's fields, each next one a stride further), so no adder lies between the
+        # row's address and the beat count the burst splitter takes.
+        wide = max(byte_addr_bits(cfg), self._count_bits) + 1
+        last_byte = Signal(wide)
+        first_end = Signal(wide)  # one past the first row's last byte
+        stride_bytes = Signal(wide)
         with m.Switch(self.kind):
             for kind, size in enumerate(self._elem_bytes):
                 with m.Case(kind):
                     m.d.comb += [
                         byte_addr.eq(elem_addr << _log2(size)),
-                        byte_count.eq(self.x_size << _log2(size)),
+                        first_end.eq(
+                            (self.dram_base << _log2(size)) + (self.x_size << _log2(size))
+                        ),
+                        stride_bytes.eq(self.x_stride << _log2(size)),
                     ]
-        first, beats = beat_span(byte_addr, byte_count, cfg.bus_bytes)
+        shift = _log2(cfg.bus_bytes)
+        first = byte_addr >> shift
+        beats = (last_byte >> shift) - first + 1
         m.d.comb += [
             splitter.cmd.payload.beat.eq(first),
             splitter.cmd.payload.beats.eq(beats),
@@ -95,7 +106,12 @@ class RowRequester(wiring.Component):
         ]
         with m.FSM():
             with m.State("IDLE"), m.If(self.start & (self.y_size != 0) & (self.x_size != 0)):
-                m.d.sync += [walking.eq(1), row.eq(0), elem_addr.eq(self.dram_base)]
+                m.d.sync += [
+                    walking.eq(1),
+                    row.eq(0),
+                    elem_addr.eq(self.dram_base),
+                    last_byte.eq(first_end - 1),
+                ]
                 m.next = "BURSTS"
             with m.State("BURSTS"):
                 m.d.comb += splitter.cmd.valid.eq(1)
@@ -104,7 +120,11 @@ class RowRequester(wiring.Component):
             with m.State("ROW"):
                 m.d.comb += self.rows.valid.eq(1)
                 with m.If(self.rows.ready):
-                    m.d.sync += [row.eq(row + 1), elem_addr.eq(elem_addr + self.x_stride)]
+                    m.d.sync += [
+                        row.eq(row + 1),
+                        elem_addr.eq(elem_addr + self.x_stride),
+                        last_byte.eq(last_byte + stride_bytes),
+                    ]
                     with m.If(row == self.y_size - 1):
                         m.d.sync += walking.eq(0)
                         m.next = "IDLE"

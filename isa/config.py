@@ -707,9 +707,12 @@ class TimingConfig:
     # --- compute: GEMM and ALU steps (hw/sequencer.py, hw/compute.py, hw/gemm.py)
     # Cycles from an instruction's start to its first step: the loop sequencer takes the loop.
     sequencer_latency: int = 1
-    # Registered stages before the GEMM core and the ALU: micro-op read, index addition,
-    # operand read (INP/WGT for GEMM, ACC for the ALU).
-    step_stages: int = 3
+    # Registered stages of the step pipeline outside the GEMM core (hw/compute.py): micro-op
+    # read, index addition, operand read (INP/WGT), the rows read registered before the core,
+    # a second computing stage (the accumulate's sum, the ALU's second stage) and the write
+    # stage that registers a step's result before ACC/OUT are written. Every step (ALU too)
+    # runs through these and the core's stages.
+    step_stages: int = 6
     # The GEMM core's product register; its adder tree adds log2(block_in) registered levels.
     # The pipeline drains through the core after every GEMM or ALU instruction, because the
     # instruction completes only once no stage holds a step.

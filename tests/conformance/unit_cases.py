@@ -161,6 +161,42 @@ def _shift_and_scale(cfg: AccelConfig, seed: int) -> Built:
     return built(b.finish(), [Expectation("shift_and_scale", out, expected, cfg.out_width)])
 
 
+def _raw_distance(cfg: AccelConfig, seed: int) -> Built:
+    """Steps that read the accumulator row written three steps before, the nearest the
+    read-after-write window allows (SEMANTICS 5), and four steps before: GEMM and ADD with an
+    immediate over rows 0, 1, 2 (then 0..3) in turn for several rounds, then ADD without one
+    (each row doubled). A pipeline that reads a row before an earlier step's write of it has
+    landed loses that step's contribution."""
+    rng = np.random.default_rng(seed)
+    rows, rounds, doublings = 4, 4, 2
+    values = random_ints(rng, cfg.acc_width, _acc_block(cfg, rows), -1000, 1000)
+    inp = random_ints(rng, cfg.inp_width, (rounds, cfg.batch, cfg.block_in))
+    wgt = random_ints(rng, cfg.wgt_width, (rows, cfg.block_out, cfg.block_in))
+    imm = int(rng.integers(-1000, 1000))
+    b = ProgramBuilder(cfg)
+    acc = b.alloc("acc", MemId.ACC, rows, as_bytes(values, cfg.acc_width))
+    inp_buf = b.alloc("inp", MemId.INP, rounds, as_bytes(inp, cfg.inp_width))
+    wgt_buf = b.alloc("wgt", MemId.WGT, rows, as_bytes(wgt, cfg.wgt_width))
+    b.load_2d(inp_buf, sram=0, y_size=1, x_size=rounds)
+    b.load_2d(wgt_buf, sram=0, y_size=1, x_size=rows)
+    b.dep_push(S.LOAD, S.COMPUTE)
+    b.dep_pop(S.LOAD, S.COMPUTE)
+    b.load_2d(acc, sram=0, y_size=1, x_size=rows)
+    dots = np.einsum("ibc,roc->rbo", inp, wgt)  # summed over the rounds
+    expected = values.copy()
+    for period in (3, rows):
+        gemm_steps = [Uop(dst_idx=r, src_idx=0, wgt_idx=r) for r in range(period)]
+        b.gemm(Kernel(gemm_steps, (Loop(rounds, src_factor=1),)))
+        alu_steps = [Uop(dst_idx=r, src_idx=r) for r in range(period)]
+        b.alu(Kernel(alu_steps, (Loop(rounds),)), AluOp.ADD, imm=imm)
+        expected[:period] += dots[:period] + rounds * imm
+    every_row = [Uop(dst_idx=r, src_idx=r) for r in range(rows)]
+    b.alu(Kernel(every_row, (Loop(doublings),)), AluOp.ADD)
+    out, _ = store_acc_planes(b, rows, first=0, scratch=rows, name="out")
+    expected = wrap_np(expected << doublings, cfg.acc_width)
+    return built(b.finish(), [Expectation("acc", out, planes_of(expected, cfg), cfg.out_width)])
+
+
 _PADS = {"y0": (2, 0, 0, 0), "y1": (0, 2, 0, 0), "x0": (0, 0, 2, 0), "x1": (0, 0, 0, 2)}
 _PADS["all"] = (1, 1, 1, 1)
 
@@ -184,4 +220,5 @@ UNIT_CASES: tuple[ConformanceCase, ...] = (
     ConformanceCase("alu_shr_imm_negative", _alu(AluOp.SHR, True, imm_sign=-1)),
     ConformanceCase("relu", _relu),
     ConformanceCase("shift_and_scale", _shift_and_scale),
+    ConformanceCase("acc_raw_distance", _raw_distance),
 )

@@ -6,7 +6,7 @@ import re
 import pytest
 from amaranth.back import rtlil, verilog
 
-from hw.alu import TensorAlu
+from hw.alu import MUL_SLICE_BITS, TensorAlu
 from hw.export import HARNESS_NAME, TOP_NAME, harness_verilog_text, verilog_text, write_verilog
 from hw.gemm import GemmCore
 from hw.parts import part
@@ -51,15 +51,16 @@ def test_estimate_counts_one_dsp_per_gemm_multiplier(packing):
     assert "| DSP |" in result.table()
 
 
-def test_without_mul_the_accelerator_loses_one_multiplier_per_alu_lane():
+def test_without_mul_the_accelerator_loses_the_alu_lanes_multipliers():
     """The whole design's ``$mul`` cells (the GEMM core's, the address arithmetic's and the
-    ALU's): without ``alu_mul`` exactly the ALU's batch x block_out go."""
-    lanes = TINY.batch * TINY.block_out
+    ALU's): without ``alu_mul`` exactly the ALU's go, one per ``MUL_SLICE_BITS`` slice of the
+    accumulator in each of its batch x block_out lanes."""
+    slices = -(-TINY.acc_width // MUL_SLICE_BITS)
     counts = {
         mul: rtlil.convert(Accelerator(TINY.replace(alu_mul=mul)), name="top").count("cell $mul ")
         for mul in (True, False)
     }
-    assert counts[True] - counts[False] == lanes
+    assert counts[True] - counts[False] == TINY.batch * TINY.block_out * slices
 
 
 def test_estimate_of_an_alu_without_mul_has_no_dsp():

@@ -10,7 +10,7 @@ from amaranth.back import rtlil
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw.alu import TensorAlu
+from hw.alu import MUL_SLICE_BITS, TensorAlu
 from hw.gemm import GemmCore, PackedMultiplier
 from isa import AccelConfig, AluOp, ConfigError
 from tests.hw.util import TINY, alu_reference, pack, run, unpack
@@ -156,44 +156,52 @@ def _vectors(cfg: AccelConfig) -> st.SearchStrategy:
     return st.lists(st.tuples(st.sampled_from(cfg.alu_ops), LANES_OF, LANES_OF), max_size=60)
 
 
+def _stream(cfg: AccelConfig, vectors) -> list[list[int]]:
+    """The ALU's results for ``vectors`` ((op, a, x) triples), one entering per cycle, each
+    read :attr:`TensorAlu.latency` cycles after its operands."""
+    dut = TensorAlu(cfg)
+    got = []
+
+    async def bench(ctx):
+        for step in range(len(vectors) + dut.latency):
+            if step < len(vectors):
+                op, a, x = vectors[step]
+                ctx.set(dut.op, op)
+                ctx.set(dut.a.as_value(), pack(a, cfg.acc_width))
+                ctx.set(dut.x.as_value(), pack(x, cfg.acc_width))
+            await ctx.tick()
+            if step + 1 >= dut.latency:
+                got.append(unpack(ctx.get(dut.result.as_value()), cfg.acc_width, LANES))
+
+    run(dut, bench)
+    return got[: len(vectors)]
+
+
 @pytest.mark.parametrize("cfg", [TINY, NOMUL], ids=["tiny", "tiny_nomul"])
 @settings(max_examples=8)
 @given(data=st.data())
 def test_tensor_alu_matches_the_semantics(cfg, data):
     vectors = data.draw(_vectors(cfg).filter(bool))
-    dut = TensorAlu(cfg)
-
-    async def bench(ctx):
-        for op, a, x in vectors:
-            ctx.set(dut.op, op)
-            ctx.set(dut.a.as_value(), pack(a, cfg.acc_width))
-            ctx.set(dut.x.as_value(), pack(x, cfg.acc_width))
-            got = unpack(ctx.get(dut.result.as_value()), cfg.acc_width, LANES)
-            assert got == [alu_reference(cfg, op, ai, xi) for ai, xi in zip(a, x, strict=True)]
-
-    run(dut, bench, clock=False)
+    expected = [
+        [alu_reference(cfg, op, ai, xi) for ai, xi in zip(a, x, strict=True)]
+        for op, a, x in vectors
+    ]
+    assert _stream(cfg, vectors) == expected
 
 
 def test_tensor_alu_shift_range_covers_both_directions():
     """SHR by the full signed range of its operand's low shr_arg_bits bits."""
     cfg = TINY
-    dut = TensorAlu(cfg)
     shifts = range(-(1 << (cfg.shr_arg_bits - 1)), 1 << (cfg.shr_arg_bits - 1))
-
-    async def bench(ctx):
-        ctx.set(dut.op, AluOp.SHR)
-        for shift in shifts:
-            a = [-(2**31), 0x12345678, -7, 1]
-            ctx.set(dut.a.as_value(), pack(a, cfg.acc_width))
-            ctx.set(dut.x.as_value(), pack([shift] * LANES, cfg.acc_width))
-            got = unpack(ctx.get(dut.result.as_value()), cfg.acc_width, LANES)
-            assert got == [alu_reference(cfg, AluOp.SHR, v, shift) for v in a], shift
-
-    run(dut, bench, clock=False)
+    a = [-(2**31), 0x12345678, -7, 1]
+    got = _stream(cfg, [(AluOp.SHR, a, [shift] * LANES) for shift in shifts])
+    for shift, lanes in zip(shifts, got, strict=True):
+        assert lanes == [alu_reference(cfg, AluOp.SHR, v, shift) for v in a], shift
 
 
 def test_without_mul_the_alu_builds_no_multiplier():
-    assert rtlil.convert(TensorAlu(TINY), name="alu").count("cell $mul ") == LANES
+    slices = -(-TINY.acc_width // MUL_SLICE_BITS)  # one multiplier per slice of each lane
+    assert rtlil.convert(TensorAlu(TINY), name="alu").count("cell $mul ") == LANES * slices
     assert "$mul" not in rtlil.convert(TensorAlu(NOMUL), name="alu")
 
 
@@ -202,12 +210,4 @@ def test_without_mul_the_alu_builds_no_multiplier():
 def test_without_mul_a_mul_opcode_passes_its_operand_through(a, x):
     """No level can produce a MUL word for such a configuration (it does not encode); were one
     to arrive, the ALU would treat it as any opcode it lacks: ``result = a``."""
-    dut = TensorAlu(NOMUL)
-
-    async def bench(ctx):
-        ctx.set(dut.op, AluOp.MUL)
-        ctx.set(dut.a.as_value(), pack(a, NOMUL.acc_width))
-        ctx.set(dut.x.as_value(), pack(x, NOMUL.acc_width))
-        assert unpack(ctx.get(dut.result.as_value()), NOMUL.acc_width, LANES) == a
-
-    run(dut, bench, clock=False)
+    assert _stream(NOMUL, [(AluOp.MUL, a, x)]) == [a]
