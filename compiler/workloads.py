@@ -11,8 +11,8 @@ compiles it for one configuration and returns what the sweep runs:
   :func:`compiler.compile_model`: a :class:`runtime.model.ModelImage`.
 
 Both raise :class:`CompileError` where the configuration cannot hold them (the sweep records the
-message). :func:`conv_layer_declaration` declares a layer's packed tensors for any use
-(``benchmarks/accel_layers.py`` compiles the same layers).
+message). :func:`conv_layer_call` gives a layer's CONV2D arguments for any use (the tuner's
+tasks, ``benchmarks/accel_layers.py``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ __all__ = [
     "ConvWorkload",
     "ModelWorkload",
     "compile_conv_layer",
-    "conv_layer_declaration",
+    "conv_layer_call",
     "conv_layer_space",
     "resnet18_layers",
     "small_cnn",
@@ -52,9 +52,13 @@ CONV_SHIFT = 8
 
 
 # ---------------------------------------------------------------------------------- conv layers
-def conv_layer_declaration(layer: ConvLayer, env: Env) -> tuple[Tensor, Tensor, Tensor]:
-    """The packed data, kernel and bias placeholders of ``layer`` (batch 1; input channels
-    padded to whole blocks; output channels must be whole blocks)."""
+def conv_layer_call(
+    layer: ConvLayer, env: Env, shift: int = CONV_SHIFT
+) -> tuple[tuple[Tensor, Tensor, Tensor], dict[str, Any]]:
+    """The CONV2D template's arguments for ``layer``: the packed data, kernel and bias
+    placeholders (batch 1; input channels padded to whole blocks; output channels must be whole
+    blocks) and the keyword parameters (``env``, stride, padding and the ``>> shift``, ``+ bias``,
+    clip epilogue's shift)."""
     if layer.cout % env.BLOCK_OUT:
         raise CompileError(
             f"{layer.cout} output channels are not whole blocks of {env.BLOCK_OUT}",
@@ -68,13 +72,14 @@ def conv_layer_declaration(layer: ConvLayer, env: Env) -> tuple[Tensor, Tensor, 
         (co, ci, kernel, kernel, env.BLOCK_OUT, env.BLOCK_IN), env.wgt_dtype, "kernel"
     )
     bias = placeholder((1, co, 1, 1, env.BATCH, env.BLOCK_OUT), env.acc_dtype, "bias")
-    return data, weights, bias
+    params = {"env": env, "stride": layer.stride, "padding": layer.padding, "shift": shift}
+    return (data, weights, bias), params
 
 
 def conv_layer_space(layer: ConvLayer, env: Env) -> KnobSpace:
     """The CONV2D template's knob space for ``layer`` (``.default()``: the default knobs)."""
-    data, kernel, bias = conv_layer_declaration(layer, env)
-    return CONV2D.space(data, kernel, bias, env=env, stride=layer.stride, padding=layer.padding)
+    inputs, params = conv_layer_call(layer, env)
+    return CONV2D.space(*inputs, **params)
 
 
 def compile_conv_layer(
@@ -82,18 +87,9 @@ def compile_conv_layer(
 ) -> AccelFunction:
     """``layer`` compiled by the CONV2D template (``config``: its knobs; None: the defaults)
     with the ``>> CONV_SHIFT``, ``+ bias``, clip epilogue."""
-    data, kernel, bias = conv_layer_declaration(layer, env)
-    schedule, result = CONV2D(
-        data,
-        kernel,
-        bias,
-        env=env,
-        stride=layer.stride,
-        padding=layer.padding,
-        shift=CONV_SHIFT,
-        config=config,
-    )
-    return build(schedule, [data, kernel, bias, result], target=env.target, name=layer.name)
+    inputs, params = conv_layer_call(layer, env)
+    schedule, result = CONV2D(*inputs, **params, config=config)
+    return build(schedule, [*inputs, result], target=env.target, name=layer.name)
 
 
 @dataclass(frozen=True)

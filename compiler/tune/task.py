@@ -26,7 +26,7 @@ from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
 from compiler.tune.errors import TuneError
 from compiler.tune.reference import REFERENCES
-from compiler.workloads import CONV_SHIFT, conv_layer_declaration
+from compiler.workloads import CONV_SHIFT, conv_layer_call
 from isa import AccelConfig
 
 __all__ = ["TEMPLATES", "Task", "TensorSpec", "conv_layer_task", "host_target", "model_tasks"]
@@ -202,17 +202,8 @@ class Task:
 def conv_layer_task(layer: accel_ops.ConvLayer, env: Env, shift: int = CONV_SHIFT) -> Task:
     """The accelerator CONV2D task of ``layer`` (declared as ``compiler.workloads`` compiles
     it: ``>> shift``, ``+ bias``, clip)."""
-    data, kernel, bias = conv_layer_declaration(layer, env)
-    return Task.of(
-        accel_ops.CONV2D,
-        data,
-        kernel,
-        bias,
-        env=env,
-        stride=layer.stride,
-        padding=layer.padding,
-        shift=shift,
-    )
+    inputs, params = conv_layer_call(layer, env, shift)
+    return Task.of(accel_ops.CONV2D, *inputs, **params)
 
 
 def model_tasks(
