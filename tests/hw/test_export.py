@@ -7,10 +7,18 @@ import pytest
 from amaranth.back import rtlil, verilog
 
 from hw.alu import MUL_SLICE_BITS, TensorAlu
-from hw.export import HARNESS_NAME, TOP_NAME, harness_verilog_text, verilog_text, write_verilog
+from hw.export import (
+    AXI_TOP_NAME,
+    HARNESS_NAME,
+    TOP_NAME,
+    harness_verilog_text,
+    verilog_text,
+    write_verilog,
+)
+from hw.flow import SynthesisError
 from hw.gemm import GemmCore
 from hw.parts import part
-from hw.resources import EstimateError, ResourceEstimate, estimate, estimate_verilog
+from hw.resources import ResourceEstimate, estimate, estimate_verilog
 from hw.top import Accelerator
 from isa import AccelConfig
 from tests.fpga.test_ecp5 import FMAX_FLOOR_MHZ
@@ -73,24 +81,31 @@ def test_estimate_of_an_alu_without_mul_has_no_dsp():
 
 
 def test_estimate_rejects_an_unknown_part_before_synthesis():
-    with pytest.raises(EstimateError, match="unknown part 'xc9'"):
+    with pytest.raises(SynthesisError, match="unknown part 'xc9'"):
         estimate(TINY, "xc9")
 
 
-def test_the_harness_has_four_pins_and_a_shift_register_as_wide_as_the_inputs():
-    """The place-and-route harness of an ECP5 estimate: ports clk, rst, stimulus and led; the
-    shift register holds every input bit of the accelerator and a register every output bit
-    (counted on its exported top)."""
-    text = harness_verilog_text(TINY)
+@pytest.mark.parametrize(
+    ("axi", "top_name", "clocking"),
+    [(False, TOP_NAME, ("clk", "rst")), (True, AXI_TOP_NAME, ("aclk", "aresetn"))],
+    ids=["core", "axi"],
+)
+def test_the_harness_has_four_pins_and_a_shift_register_as_wide_as_the_inputs(
+    axi, top_name, clocking
+):
+    """The place-and-route harness (of an ECP5 estimate around the core, of the ULX3S build
+    around the AXI top): ports clk, rst, stimulus and led; the shift register holds every input
+    bit of the accelerator and a register every output bit (counted on its exported top)."""
+    text = harness_verilog_text(TINY, axi=axi)
     header = re.search(rf"module {HARNESS_NAME}\(([^)]*)\);", text)
     assert sorted(header.group(1).replace(" ", "").split(",")) == ["clk", "led", "rst", "stimulus"]
-    top = verilog_text(TINY)
-    top = top[top.index(f"module {TOP_NAME}(") : top.index("endmodule")]
+    top = verilog_text(TINY, axi=axi)
+    top = top[top.index(f"module {top_name}(") : top.index("endmodule")]
     body = text[header.end() : text.index("endmodule", header.end())]
     for direction in ("input", "output"):
         declared = re.findall(rf"^  {direction} (?:\[(\d+):0\] )?(\w+);", top, re.M)
-        bits = sum(int(high or 0) + 1 for high, name in declared if name not in ("clk", "rst"))
-        assert re.search(rf"reg \[{bits - 1}:0\] ", body), (direction, bits)
+        bits = sum(int(high or 0) + 1 for high, name in declared if name not in clocking)
+        assert bits > 1 and re.search(rf"reg \[{bits - 1}:0\] ", body), (direction, bits)
 
 
 def test_an_estimate_round_trips_through_its_dict_with_its_fmax():
