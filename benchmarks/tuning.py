@@ -11,8 +11,8 @@ as a tuning session over a model's layers would have them. Accelerator candidate
 simulation takes over ``--timeout`` seconds count as failures. Target: XGBoost <= 1/3 of random.
 (b) The tuned CPU convolutions and a 512^3 matmul tuned by 32 XGBoost trials vs PyTorch's conv2d
 and numpy's matmul in the same run, at 1 and 2 threads (the 1-thread winner, and at 2 threads the
-best of it, the template's default and 16 (matmul: 8) XGBoost trials measured at 2 threads;
-targets: geomean >= 1.0x PyTorch, matmul >= 0.75x numpy).
+best of it, its parallel twin, the template's default and 16 (matmul: 8) XGBoost trials measured
+at 2 threads; targets: geomean >= 1.0x PyTorch, matmul >= 0.75x numpy).
 (c) TVM's MetaSchedule, where apache-tvm is installed (the ``bench`` extra does not install it).
 (d) ResNet-18 layers on the accelerator: default knobs vs the best of the default and
 ``--accel-trials`` XGBoost trials warm-started (transfer learning) by the records of (a).
@@ -216,11 +216,13 @@ def _row(target, name, size, best, unit, random, xgb, warm) -> list:
 
 
 def thread_winners(worker: Worker, space: Space, winner: int, trials: int = 16) -> dict:
-    """The best candidate per thread count: at 1 thread ``winner``; at 2 the best of it, the
-    template's default for the target (parallel where it pays) and ``trials`` XGBoost trials,
-    all measured at 2 threads."""
+    """The best candidate per thread count: at 1 thread ``winner``; at 2 the best of it, its
+    parallel twin (the ``parallel`` knob, which cannot matter at 1 thread, switched on), the
+    template's default for the target and ``trials`` XGBoost trials, all measured at 2
+    threads."""
     memo = Memo(space, worker, MeasureOptions(repeat=3, min_repeat_ms=20, threads=2))
     memo(winner)
+    memo(space.index(space.config(winner) | {"parallel": True}))
     memo(space.index(space.task.space().default()))
     run_tuner(XGBTuner(space, 0), memo, trials)
     return {1: winner, 2: min(memo.costs, key=memo.costs.get)}
