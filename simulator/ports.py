@@ -326,8 +326,9 @@ class ReadPort:
     def serves_only(self, client: object) -> bool:
         """No client but ``client`` has a burst presented or in flight."""
         clients = self.clients
-        if any(clients[burst.client] is not client for burst in self.inflight):
-            return False
+        for burst in self.inflight:
+            if clients[burst.client] is not client:
+                return False
         return all(other is client or not other.burst_request() for other in clients)
 
     def alone_since(self, client: object, cycle: int) -> bool:
@@ -340,7 +341,7 @@ class ReadPort:
     def inflight_state(self, t: int) -> tuple[tuple[int, int, int], ...]:
         """The bursts in flight at cycle ``t`` as they decide the port's next cycles: the
         cycles until each may move (0: now), its beats and the beats it has left."""
-        return tuple((max(b.ready - t, 0), b.beats, b.left) for b in self.inflight)
+        return tuple([(max(b.ready - t, 0), b.beats, b.left) for b in self.inflight])
 
     def used(self, client: int, last: int) -> None:
         """Client ``client`` had the port's last grant and completed a burst at cycle ``last``
