@@ -289,11 +289,14 @@ class Executor:
             if plan.reusable:
                 self._plans[key] = plan
         if self.races is not None:
-            touched = plan.touched
-            accesses = [Access(Space.OUT, True, touched[Operand.DST])]
+            touched, reached = plan.touched, plan.reached
+            spaces = [(Space.OUT, True, Operand.DST)]
             if isinstance(insn, GemmInsn) and not insn.reset_reg:
-                accesses.append(Access(Space.INP, False, touched[Operand.SRC]))
-                accesses.append(Access(Space.WGT, False, touched[Operand.WGT]))
+                spaces += [(Space.INP, False, Operand.SRC), (Space.WGT, False, Operand.WGT)]
+            accesses = [
+                Access(space, write, touched[op], None if reached is None else reached[op])
+                for space, write, op in spaces
+            ]
             self._check_races(index, clock, accesses)
         for steps in plan.chunks:
             self._run_steps(insn, steps)
@@ -323,12 +326,11 @@ class Executor:
         if violation is not None:
             raise self._fail(index, violation.describe())
         chunks = self._chunks(insn, len(uops), bases, list(operands))
-        touched = self._touched(chunks, operands)
-        rows = _as_slice(np.unique(touched[Operand.DST]))
-        touched = {op: _as_slice(reached) for op, reached in touched.items()}
+        touched = {op: _as_slice(rows) for op, rows in self._touched(chunks, operands).items()}
+        rows = touched[Operand.DST]
         if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
             prepared = [self._prepare(insn, steps) for steps in chunks]
-            return _LoopPlan(prepared, touched, rows, reusable=True)
+            return _LoopPlan(prepared, touched, rows, reusable=True, reached=chunks[0])
         lazily = (self._prepare(insn, steps) for steps in chunks)
         return _LoopPlan(lazily, touched, rows, reusable=False)
 
@@ -349,10 +351,7 @@ class Executor:
     def _touched(
         self, chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks, operands: dict
     ) -> dict[Operand, np.ndarray]:
-        """Every row each operand reaches, once (in the order the steps first reach them, or
-        in order for a long instruction)."""
-        if isinstance(chunks, list):
-            return {op: _first_reached(rows) for op, rows in chunks[0].items()}
+        """Every row each operand reaches, once, in order (marked in a table: no sort)."""
         seen = {
             op: np.zeros(self.cfg.buffer_depth(mem), dtype=bool) for op, mem in operands.items()
         }
@@ -520,13 +519,15 @@ class _AluSteps:
 @dataclass(frozen=True)
 class _LoopPlan:
     """A GEMM or ALU instruction with given micro-ops, checked: its runs of steps, every row
-    each operand reaches, and the accumulator rows it writes. ``reusable``: the runs are a list
-    (a short instruction), kept for the next execution with the same micro-ops."""
+    each operand reaches (in order), and the accumulator rows it writes. ``reusable``: the runs
+    are a list (a short instruction), kept for the next execution with the same micro-ops;
+    ``reached`` then holds each operand's row of every step, in order (for race reports)."""
 
     chunks: Iterable[_Reset | _Im2col | _GemmSteps | _AluSteps]
     touched: dict[Operand, np.ndarray | slice]
     rows: np.ndarray | slice  # a slice when they are consecutive
     reusable: bool
+    reached: dict[Operand, np.ndarray] | None = None
 
 
 def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
@@ -536,13 +537,6 @@ def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
     if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and np.all(np.diff(rows) == 1):
         return slice(int(rows[0]), int(rows[-1]) + 1)
     return rows
-
-
-def _first_reached(rows: np.ndarray) -> np.ndarray:
-    """``rows`` without repeats, each where it first occurs (so the race detector, which
-    reports the first conflicting row, reports the same one as for ``rows``)."""
-    _, first = np.unique(rows, return_index=True)
-    return rows[np.sort(first)]
 
 
 def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | _GemmSteps:

@@ -91,11 +91,14 @@ Positions = np.ndarray | slice | _Grid
 @dataclass(frozen=True)
 class Access:
     """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or the DRAM
-    granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`)."""
+    granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`). ``order``, for SRAM
+    rows, lists them (repeats allowed) in the order the instruction reaches them: a race is
+    then reported at the first row reached that races (None: the first of ``positions``)."""
 
     space: Space
     write: bool
     positions: np.ndarray | slice | DramSpan
+    order: np.ndarray | None = None
 
 
 def _at(table: np.ndarray, positions: Positions) -> np.ndarray:
@@ -230,6 +233,8 @@ class RaceDetector:
         mapped = [(a, self._table(a.space), self._positions(a)) for a in accesses]
         for access, table, positions in mapped:
             if not table.ordered(entries, positions, access.write):
+                if access.order is not None:
+                    positions = access.order
                 found = table.conflict(_bound(clock), positions, access.write)
                 assert found is not None
                 self._raise(access, positions, found, index)
@@ -257,10 +262,10 @@ class RaceDetector:
         if access.space is Space.DRAM:
             granules = access.positions.granules()[same] * self.granule
             rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
-        elif isinstance(access.positions, slice):
-            rows = np.arange(access.positions.start, access.positions.stop)[same]
+        elif isinstance(positions, slice):
+            rows = np.arange(positions.start, positions.stop)[same]
         else:
-            rows = access.positions[same]
+            rows = positions[same]
         other = self._program_index[module][seq - 1]
         raise RaceError(
             access.space.value,
