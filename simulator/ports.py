@@ -79,12 +79,16 @@ class TransferRows:
         element size, the elements per row and, per row, its first element's lane, its beats
         and the beats before its first 4 KiB page boundary (capped at its beats). Transfers of
         equal shape move alike."""
-        page_beats = AXI_PAGE_BYTES // self.bus_bytes
+        bus, elem, lanes = self.bus_bytes, self.elem_bytes, self.lanes
+        page_beats = AXI_PAGE_BYTES // bus
+        end = self.x_size * elem - 1  # a row's last byte, from its first
         rows = []
-        for y in range(self.y_size):
-            first, count = self.beats(y)
-            rows.append((self.lane(y), count, min(count, page_beats - first % page_beats)))
-        return (self.elem_bytes, self.x_size, tuple(rows))
+        for y in range(self.y_size):  # as beats() and lane(), inlined: once per transfer
+            element = self.first_elem + y * self.x_stride
+            first = element * elem // bus
+            count = (element * elem + end) // bus - first + 1
+            rows.append((element % lanes, count, min(count, page_beats - first % page_beats)))
+        return (elem, self.x_size, tuple(rows))
 
 
 class RowWalker:
