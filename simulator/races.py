@@ -139,8 +139,8 @@ class _Shadow:
 
     A module's own earlier accesses are ordered before its new one (its clock entry is the new
     access's sequence number) and every clock entry is at least 0, so an entry is unordered
-    with the new access exactly when it exceeds the new access's clock entry for its module:
-    so each row's greatest entry at the new access's positions, compared with the clock,
+    with the new access exactly when it exceeds the new access's clock entry for its module.
+    Each row's greatest entry at the new access's positions, compared with the clock, thus
     checks every position at once (:meth:`ordered`); only a race compares them one by one
     (:meth:`conflict`, with the clock written twice: :func:`_bound`)."""
 
