@@ -146,12 +146,18 @@ class _Shadow:
 
     def __init__(self, size: int) -> None:
         self.seqs = np.zeros((2 * _MODULES, size), dtype=np.int32)
+        #: per row, the greatest sequence number ever recorded in it (at any position)
+        self.top = [0] * (2 * _MODULES)
 
     def ordered(self, clock: Sequence[int], positions: Positions, write: bool) -> bool:
         """Whether a new access whose module's vector clock is ``clock`` is ordered after
         every earlier access at ``positions`` it conflicts with (writes; for a write, reads
-        too): each module's latest such access is at most the clock's entry for it."""
+        too): each module's latest such access is at most the clock's entry for it. When
+        every module's latest access anywhere is, the table itself is not read."""
         rows = 2 * _MODULES if write else _MODULES
+        top = self.top
+        if all(top[row] <= clock[row % _MODULES] for row in range(rows)):
+            return True
         latest = _latest(self.seqs[:rows], positions)
         return all(seq <= clock[row % _MODULES] for row, seq in enumerate(latest))
 
@@ -176,6 +182,8 @@ class _Shadow:
     def record(self, module: int, seq: int, positions: Positions, write: bool) -> None:
         """Remember an access of ``module`` with sequence number ``seq`` at ``positions``: a
         write as the only last writer, a read as the module's latest read."""
+        row = module if write else _MODULES + module
+        self.top[row] = max(self.top[row], seq)
         if isinstance(positions, np.ndarray):
             if write:  # the new writer's sequence number, and no other writer's
                 self.seqs[:_MODULES, positions] = 0
