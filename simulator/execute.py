@@ -25,7 +25,7 @@ the pair executes again (short instructions only).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -70,6 +70,7 @@ _AT_UFUNCS = {
 }
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
 _PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
 
 class Executor:
@@ -91,9 +92,11 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
-        #: GEMM/ALU instructions already run, by instruction and micro-op words: their checks
-        #: passed and their step indices are known (they depend on nothing else)
+        #: GEMM/ALU instructions already run, by instruction (less what the plan does not
+        #: depend on: :meth:`_plan_key`) and micro-op words: their checks passed and their step
+        #: indices are known (they depend on nothing else)
         self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
+        self._plan_keys: dict[Instruction, Instruction] = {}
 
     def run(
         self,
@@ -282,7 +285,7 @@ class Executor:
                 f"{depth} (the micro-op buffer's depth)",
             )
         uops = self.state.uop[insn.uop_bgn : insn.uop_end]
-        key = (insn, uops.tobytes())
+        key = (self._plan_key(insn), uops.tobytes())
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(index, insn, uops)
@@ -309,6 +312,16 @@ class Executor:
             acc[rows] = wrapped
             out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
+
+    def _plan_key(self, insn: GemmInsn | AluInsn) -> Instruction:
+        """``insn`` without what its plan does not depend on: its dependency flags, and where
+        its micro-ops are (their words are the rest of the key). Found once per instruction."""
+        key = self._plan_keys.get(insn)
+        if key is None:
+            flags = dict.fromkeys(_FLAGS, False)
+            uop_end = insn.uop_end - insn.uop_bgn
+            key = self._plan_keys[insn] = replace(insn, **flags, uop_bgn=0, uop_end=uop_end)
+        return key
 
     def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
         """Check ``insn``'s steps with these micro-ops and work out the rows they use."""
