@@ -20,6 +20,8 @@ Peers measured in the same run:
   says how and what differs). It models a different machine (a systolic array), so its cycle
   count differs from ours; the comparison is speed. It runs in a child process under a wall
   cap (``--scalesim-cap``, 180 s); past the cap it is timed on the layer's first 8 output rows.
+  Where it is not installed (the ``bench`` extra pins NumPy below 2.4, which SCALE-Sim 3.0
+  needs), its row says so and how to get it, and every other row still runs.
 - the model's own cycle-stepped scheduler (the same results, one cycle at a time);
 - the Amaranth RTL simulation (``hw.simulate``) on a small tiny-config program.
 
@@ -54,6 +56,11 @@ NETWORK_TARGET = 2.0  # seconds for ResNet-18's conv layers, whole runs
 DEFAULT, TINY = AccelConfig.preset("default"), AccelConfig.preset("tiny")
 TINY_GEMM = GemmShape(m=64, k=16, n=16, tile_m=16, tile_k=8, tile_n=8, threads=2)
 COLUMNS = ["workload", "mode", "cycles", "GEMM util", "seconds", "cycles/s", "x target"]
+NO_SCALESIM = "not installed"
+SCALESIM_HOW = (
+    "to measure it: pip install -e '.[bench]' (or make bench) in an environment where "
+    "NumPy < 2.4 may be installed (SCALE-Sim 3.0 needs it)"
+)
 TIMING, WHOLE = "timing model only", "with functional"
 #: ResNet-18's C2 layer as SCALE-Sim takes it (input padded by 1 on each side), and the slice
 #: it is timed on when the whole layer does not finish under the cap.
@@ -144,10 +151,11 @@ def _rtl_rows() -> list[list[object]]:
     ]
 
 
-def _scalesim(cap: float) -> PeerRun:
-    """SCALE-Sim on C2, or on its slice when C2 runs past ``cap`` seconds."""
+def _scalesim(cap: float) -> PeerRun | None:
+    """SCALE-Sim on C2, or on its slice when C2 runs past ``cap`` seconds; None when it is not
+    installed."""
     if importlib.util.find_spec("scalesim") is None:
-        raise SystemExit("SCALE-Sim is not installed: pip install -e '.[bench]'")
+        return None
     for layer in (C2, C2_SLICE):
         run = peer(layer, cap)
         if run is not None:
@@ -166,10 +174,19 @@ def main() -> None:
     rows += network_rows
     rows += _rtl_rows()
     scale = _scalesim(args.scalesim_cap)
-    peer_mode = f"peer: SCALE-Sim {scale.version}"
-    rows.append(_row(scale.layer.name, peer_mode, scale.cycles, "-", scale.seconds))
-    c2 = {row[1]: row[5] for row in rows if row[0] == "resnet18 C2, 2 thread(s)"}
-    ratios = {mode: c2[mode] / scale.cycles_per_second for mode in (TIMING, WHOLE)}
+    if scale is None:
+        rows.append([C2.name, "peer: SCALE-Sim", NO_SCALESIM, "-", "-", "-", "-"])
+        scalesim = {"installed": False, "how": SCALESIM_HOW}
+    else:
+        peer_mode = f"peer: SCALE-Sim {scale.version}"
+        rows.append(_row(scale.layer.name, peer_mode, scale.cycles, "-", scale.seconds))
+        c2 = {row[1]: row[5] for row in rows if row[0] == "resnet18 C2, 2 thread(s)"}
+        ratios = {mode: c2[mode] / scale.cycles_per_second for mode in (TIMING, WHOLE)}
+        scalesim = {
+            **dataclasses.asdict(scale),
+            "cycles_per_second": scale.cycles_per_second,
+            "ours_over_scalesim": {f"resnet18 C2, 2 thread(s), {m}": r for m, r in ratios.items()},
+        }
     report(
         "sim_speed",
         COLUMNS,
@@ -177,20 +194,20 @@ def main() -> None:
         target_cycles_per_second={"resnet18 C2": C2_TARGET, "tiny GEMM": TINY_TARGET},
         network_seconds={"measured": network_seconds, "target": NETWORK_TARGET},
         cpu=cpu_name(),
-        scalesim={
-            **dataclasses.asdict(scale),
-            "cycles_per_second": scale.cycles_per_second,
-            "ours_over_scalesim": {f"resnet18 C2, 2 thread(s), {m}": r for m, r in ratios.items()},
-        },
+        scalesim=scalesim,
         timing=dataclasses.asdict(TimingConfig()),
         note="a shared 2-core machine: timings are noisy",
     )
-    print(
-        f"SCALE-Sim: {scale.cycles:,} cycles of {scale.layer.name} ({scale.stall_cycles:,} "
-        f"stalls) in {scale.seconds:.1f} s, {scale.cycles_per_second:,.0f} cycles/s. Ours on "
-        f"C2 (2 threads): {ratios[TIMING]:,.0f}x its speed (timing model only), "
-        f"{ratios[WHOLE]:,.0f}x (with functional). Different machines: the comparison is speed."
-    )
+    if scale is None:
+        print(f"SCALE-Sim: {NO_SCALESIM}; {SCALESIM_HOW}. No ratio to it in this run.")
+    else:
+        print(
+            f"SCALE-Sim: {scale.cycles:,} cycles of {scale.layer.name} ({scale.stall_cycles:,} "
+            f"stalls) in {scale.seconds:.1f} s, {scale.cycles_per_second:,.0f} cycles/s. Ours "
+            f"on C2 (2 threads): {ratios[TIMING]:,.0f}x its speed (timing model only), "
+            f"{ratios[WHOLE]:,.0f}x (with functional). Different machines: the comparison is "
+            f"speed."
+        )
     print(
         f"ResNet-18's conv layers, whole runs as in the network: {network_seconds:.2f} s "
         f"(target < {NETWORK_TARGET:g} s) on {cpu_name()}."

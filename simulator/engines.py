@@ -182,9 +182,6 @@ class LoadEngine(Engine):
         self.body = self.writing and line in self.body_lines and column in self.body_columns
 
     # ------------------------------------------------------------------ state at the cycle start
-    def _at_body(self) -> bool:
-        return self.body
-
     def done(self) -> bool:
         return not self.writing and not self.walker.busy
 
@@ -216,13 +213,13 @@ class LoadEngine(Engine):
 
     def r_ready(self) -> bool:
         if self.cursor is None:
-            return self.gather < self.elem_beats - 1 or (self.writing and self._at_body())
+            return self.gather < self.elem_beats - 1 or self.body
         c = self.cursor
-        return c.active and c.end_of_beat and self.writing and self._at_body()
+        return c.active and c.end_of_beat and self.body
 
     # ------------------------------------------------------------------ one cycle
     def tick(self, t: int) -> Activity:
-        body = self.writing and self._at_body()
+        body = self.body  # the writer is on a body row (so it is writing)
         waiting = body and not self.offered
         element = False
         cursor = self.cursor
@@ -250,14 +247,14 @@ class LoadEngine(Engine):
         quiet = self.walker.quiet(cursor is None or not cursor.active)
         if not self.writing:
             return quiet
-        if not self._at_body():
+        if not self.body:
             return min(quiet, self._pad_run())
         return quiet  # body rows wait for data, which the port streams
 
     def advance(self, t: int, cycles: int) -> Activity:
         if not self.writing:
             return Activity.BUSY
-        if not self._at_body():
+        if not self.body:
             self._advance(cycles)
             return Activity.BUSY
         return Activity.BUSY if self.port.offering(self, t) else Activity.MEMORY
@@ -275,12 +272,12 @@ class LoadEngine(Engine):
     def takes_data(self) -> bool:
         if self.cursor is None:
             return self.r_ready()
-        return self.cursor.active and self.writing and self._at_body()
+        return self.cursor.active and self.body
 
     def stream_cycles(self, burst_left: int) -> int:
         """Cycles from now it takes data one element or beat per cycle, in bulk, while the
         writer stays on body rows and before the burst's last beat."""
-        if not (self.writing and self._at_body()):
+        if not self.body:
             return 0
         if self.cursor is not None:
             return self.cursor.cycles_before(burst_left)

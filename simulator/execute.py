@@ -25,7 +25,7 @@ the pair executes again (short instructions only).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -70,6 +70,7 @@ _AT_UFUNCS = {
 }
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
 _PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
 
 class Executor:
@@ -91,9 +92,11 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
-        #: GEMM/ALU instructions already run, by instruction and micro-op words: their checks
-        #: passed and their step indices are known (they depend on nothing else)
+        #: GEMM/ALU instructions already run, by instruction (less what the plan does not
+        #: depend on: :meth:`_plan_key`) and micro-op words: their checks passed and their step
+        #: indices are known (they depend on nothing else)
         self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
+        self._plan_keys: dict[Instruction, Instruction] = {}
 
     def run(
         self,
@@ -161,12 +164,12 @@ class Executor:
     ) -> np.ndarray:
         """The transfer's bytes as a (y_size, x_size * elem_bytes) view of DRAM (checked
         against DRAM's size by :meth:`_dram_start` first)."""
-        return np.lib.stride_tricks.as_strided(
-            self.dram[start:],
-            shape=(insn.y_size, insn.x_size * elem_bytes),
-            strides=(insn.x_stride * elem_bytes, 1),
-            writeable=writeable,
-        )
+        shape = (insn.y_size, insn.x_size * elem_bytes)
+        strides = (insn.x_stride * elem_bytes, 1)
+        # the ndarray constructor makes the view several times faster than ``as_strided``
+        view = np.ndarray(shape, np.uint8, self.dram, start if insn.y_size else 0, strides)
+        view.flags.writeable = writeable
+        return view
 
     # ------------------------------------------------------------------ LOAD
     def _load(self, index: int, insn: MemInsn, clock: np.ndarray, event: LoadEvent) -> Event:
@@ -213,9 +216,8 @@ class Executor:
         """DRAM bytes (y_size, x_size * elem_bytes) as SRAM rows (y_size, x_size, ...)."""
         cfg = self.cfg
         y, x = insn.y_size, insn.x_size
-        raw = np.ascontiguousarray(raw)
         if mem is MemId.UOP:
-            words = raw.view("<u4").astype(np.int64).reshape(y, x)
+            words = np.ascontiguousarray(raw).view("<u4").astype(np.int64).reshape(y, x)
             bad = np.flatnonzero(words & self._uop_reserved)
             if bad.size:
                 raise self._fail(
@@ -232,6 +234,7 @@ class Executor:
             MemId.ACC: (cfg.acc_width, (b, bo)),
             MemId.ACC_8BIT: (8, (b, bo)),
         }[mem]
+        # each row's bytes are contiguous: a typed view of DRAM, without a copy
         return raw.view(signed_dtype(width)).reshape(y, x, *shape)
 
     # ------------------------------------------------------------------ STORE
@@ -282,18 +285,21 @@ class Executor:
                 f"{depth} (the micro-op buffer's depth)",
             )
         uops = self.state.uop[insn.uop_bgn : insn.uop_end]
-        key = (insn, uops.tobytes())
+        key = (self._plan_key(insn), uops.tobytes())
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(index, insn, uops)
             if plan.reusable:
                 self._plans[key] = plan
         if self.races is not None:
-            touched = plan.touched
-            accesses = [Access(Space.OUT, True, touched[Operand.DST])]
+            touched, reached = plan.touched, plan.reached
+            spaces = [(Space.OUT, True, Operand.DST)]
             if isinstance(insn, GemmInsn) and not insn.reset_reg:
-                accesses.append(Access(Space.INP, False, touched[Operand.SRC]))
-                accesses.append(Access(Space.WGT, False, touched[Operand.WGT]))
+                spaces += [(Space.INP, False, Operand.SRC), (Space.WGT, False, Operand.WGT)]
+            accesses = [
+                Access(space, write, touched[op], None if reached is None else reached[op])
+                for space, write, op in spaces
+            ]
             self._check_races(index, clock, accesses)
         for steps in plan.chunks:
             self._run_steps(insn, steps)
@@ -306,6 +312,16 @@ class Executor:
             acc[rows] = wrapped
             out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
+
+    def _plan_key(self, insn: GemmInsn | AluInsn) -> Instruction:
+        """``insn`` without what its plan does not depend on: its dependency flags, and where
+        its micro-ops are (their words are the rest of the key). Found once per instruction."""
+        key = self._plan_keys.get(insn)
+        if key is None:
+            flags = dict.fromkeys(_FLAGS, False)
+            uop_end = insn.uop_end - insn.uop_bgn
+            key = self._plan_keys[insn] = replace(insn, **flags, uop_bgn=0, uop_end=uop_end)
+        return key
 
     def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
         """Check ``insn``'s steps with these micro-ops and work out the rows they use."""
@@ -323,11 +339,11 @@ class Executor:
         if violation is not None:
             raise self._fail(index, violation.describe())
         chunks = self._chunks(insn, len(uops), bases, list(operands))
-        touched = self._touched(chunks, operands)
-        rows = _as_slice(np.unique(touched[Operand.DST]))
+        touched = {op: _as_slice(rows) for op, rows in self._touched(chunks, operands).items()}
+        rows = touched[Operand.DST]
         if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
             prepared = [self._prepare(insn, steps) for steps in chunks]
-            return _LoopPlan(prepared, touched, rows, reusable=True)
+            return _LoopPlan(prepared, touched, rows, reusable=True, reached=chunks[0])
         lazily = (self._prepare(insn, steps) for steps in chunks)
         return _LoopPlan(lazily, touched, rows, reusable=False)
 
@@ -348,10 +364,7 @@ class Executor:
     def _touched(
         self, chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks, operands: dict
     ) -> dict[Operand, np.ndarray]:
-        """Every row each operand reaches, once (in the order the steps first reach them, or
-        in order for a long instruction)."""
-        if isinstance(chunks, list):
-            return {op: _first_reached(rows) for op, rows in chunks[0].items()}
+        """Every row each operand reaches, once, in order (marked in a table: no sort)."""
         seen = {
             op: np.zeros(self.cfg.buffer_depth(mem), dtype=bool) for op, mem in operands.items()
         }
@@ -367,7 +380,7 @@ class Executor:
         which depends on the rows only."""
         dst = steps[Operand.DST]
         if insn.reset_reg:
-            return _Reset(dst)
+            return _Reset(_as_slice(dst))
         if isinstance(insn, GemmInsn):
             return _gemm_steps(dst, steps[Operand.SRC], steps[Operand.WGT])
         src = steps.get(Operand.SRC)
@@ -378,7 +391,9 @@ class Executor:
             first_write[unique] = first
             reads_written = bool(np.any(first_write[src] < np.arange(len(dst))))
         if len(unique) == len(dst) and not reads_written:
-            return _AluSteps(dst, src, _AluMode.BATCH)
+            return _AluSteps(
+                _as_slice(dst), None if src is None else _as_slice(src), _AluMode.BATCH
+            )
         if not reads_written and insn.alu_opcode in _AT_UFUNCS:
             return _AluSteps(dst, src, _AluMode.AT)
         return _AluSteps(dst, src, _AluMode.ORDERED, tuple(_independent_batches(dst, src)))
@@ -432,10 +447,12 @@ class Executor:
         products = exact_matmul(inputs, weights, cfg.inp_width, cfg.wgt_width)
         self.state.acc[steps.dst.reshape(-1)] += products.reshape(-1, cfg.batch, cfg.block_out)
 
-    def _alu_operand(self, insn: AluInsn, src: np.ndarray | None) -> np.ndarray | int:
+    def _alu_operand(self, insn: AluInsn, src: np.ndarray | slice | None) -> np.ndarray | int:
         return insn.imm if src is None else self.state.acc[src]
 
-    def _alu_batch(self, insn: AluInsn, dst: np.ndarray, src: np.ndarray | None) -> None:
+    def _alu_batch(
+        self, insn: AluInsn, dst: np.ndarray | slice, src: np.ndarray | slice | None
+    ) -> None:
         """Steps that neither repeat a destination nor read one: all at once."""
         acc = self.state.acc
         acc[dst] = alu_apply(self.cfg, insn.alu_opcode, acc[dst], self._alu_operand(insn, src))
@@ -475,7 +492,7 @@ class _AluMode(Enum):
 class _Reset:
     """Steps that zero their destination rows (a GEMM or ALU reset)."""
 
-    dst: np.ndarray
+    dst: np.ndarray | slice
 
 
 @dataclass(frozen=True)
@@ -503,10 +520,11 @@ class _Im2col:
 
 @dataclass(frozen=True)
 class _AluSteps:
-    """ALU steps (destination and source rows; no source: the immediate) and how they run."""
+    """ALU steps (destination and source rows; no source: the immediate) and how they run (a
+    batch's rows may be slices)."""
 
-    dst: np.ndarray
-    src: np.ndarray | None
+    dst: np.ndarray | slice
+    src: np.ndarray | slice | None
     mode: _AluMode
     batches: tuple[slice, ...] = ()  # the ordered batches
 
@@ -514,28 +532,24 @@ class _AluSteps:
 @dataclass(frozen=True)
 class _LoopPlan:
     """A GEMM or ALU instruction with given micro-ops, checked: its runs of steps, every row
-    each operand reaches, and the accumulator rows it writes. ``reusable``: the runs are a list
-    (a short instruction), kept for the next execution with the same micro-ops."""
+    each operand reaches (in order), and the accumulator rows it writes. ``reusable``: the runs
+    are a list (a short instruction), kept for the next execution with the same micro-ops;
+    ``reached`` then holds each operand's row of every step, in order (for race reports)."""
 
     chunks: Iterable[_Reset | _Im2col | _GemmSteps | _AluSteps]
-    touched: dict[Operand, np.ndarray]
+    touched: dict[Operand, np.ndarray | slice]
     rows: np.ndarray | slice  # a slice when they are consecutive
     reusable: bool
+    reached: dict[Operand, np.ndarray] | None = None
 
 
 def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
-    """Sorted distinct ``rows`` as a slice when they are consecutive (indexing by a slice gives
-    views, which the accumulator's wrap updates in place), else as they are."""
-    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+    """``rows`` as a slice when they are consecutive and ascending (indexing by a slice gives
+    views, without gathering, which the accumulator's wrap updates in place), else as they
+    are."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and np.all(np.diff(rows) == 1):
         return slice(int(rows[0]), int(rows[-1]) + 1)
     return rows
-
-
-def _first_reached(rows: np.ndarray) -> np.ndarray:
-    """``rows`` without repeats, each where it first occurs (so the race detector, which
-    reports the first conflicting row, reports the same one as for ``rows``)."""
-    _, first = np.unique(rows, return_index=True)
-    return rows[np.sort(first)]
 
 
 def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | _GemmSteps:

@@ -79,12 +79,16 @@ class TransferRows:
         element size, the elements per row and, per row, its first element's lane, its beats
         and the beats before its first 4 KiB page boundary (capped at its beats). Transfers of
         equal shape move alike."""
-        page_beats = AXI_PAGE_BYTES // self.bus_bytes
+        bus, elem, lanes = self.bus_bytes, self.elem_bytes, self.lanes
+        page_beats = AXI_PAGE_BYTES // bus
+        end = self.x_size * elem - 1  # a row's last byte, from its first
         rows = []
-        for y in range(self.y_size):
-            first, count = self.beats(y)
-            rows.append((self.lane(y), count, min(count, page_beats - first % page_beats)))
-        return (self.elem_bytes, self.x_size, tuple(rows))
+        for y in range(self.y_size):  # as beats() and lane(), inlined: once per transfer
+            element = self.first_elem + y * self.x_stride
+            first = element * elem // bus
+            count = (element * elem + end) // bus - first + 1
+            rows.append((element % lanes, count, min(count, page_beats - first % page_beats)))
+        return (elem, self.x_size, tuple(rows))
 
 
 class RowWalker:
@@ -326,8 +330,9 @@ class ReadPort:
     def serves_only(self, client: object) -> bool:
         """No client but ``client`` has a burst presented or in flight."""
         clients = self.clients
-        if any(clients[burst.client] is not client for burst in self.inflight):
-            return False
+        for burst in self.inflight:
+            if clients[burst.client] is not client:
+                return False
         return all(other is client or not other.burst_request() for other in clients)
 
     def alone_since(self, client: object, cycle: int) -> bool:
@@ -340,7 +345,7 @@ class ReadPort:
     def inflight_state(self, t: int) -> tuple[tuple[int, int, int], ...]:
         """The bursts in flight at cycle ``t`` as they decide the port's next cycles: the
         cycles until each may move (0: now), its beats and the beats it has left."""
-        return tuple((max(b.ready - t, 0), b.beats, b.left) for b in self.inflight)
+        return tuple([(max(b.ready - t, 0), b.beats, b.left) for b in self.inflight])
 
     def used(self, client: int, last: int) -> None:
         """Client ``client`` had the port's last grant and completed a burst at cycle ``last``

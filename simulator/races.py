@@ -91,11 +91,14 @@ Positions = np.ndarray | slice | _Grid
 @dataclass(frozen=True)
 class Access:
     """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or the DRAM
-    granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`)."""
+    granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`). ``order``, for SRAM
+    rows, lists them (repeats allowed) in the order the instruction reaches them: a race is
+    then reported at the first row reached that races (None: the first of ``positions``)."""
 
     space: Space
     write: bool
     positions: np.ndarray | slice | DramSpan
+    order: np.ndarray | None = None
 
 
 def _at(table: np.ndarray, positions: Positions) -> np.ndarray:
@@ -103,13 +106,18 @@ def _at(table: np.ndarray, positions: Positions) -> np.ndarray:
     (with the grid's rows and runs as two axes), a gathered copy for an index array."""
     if isinstance(positions, slice):
         return table[..., positions]
-    if isinstance(positions, _Grid):
-        base = table[..., positions.start :]
-        *lead, item = base.strides
-        shape = (*base.shape[:-1], positions.rows, positions.length)
+    if isinstance(positions, _Grid):  # ``table`` is contiguous: rows of the shadow table
+        *lead, item = table.strides
+        shape = (*table.shape[:-1], positions.rows, positions.length)
         strides = (*lead, positions.stride * item, item)
-        return np.lib.stride_tricks.as_strided(base, shape, strides)
+        # the ndarray constructor makes the view several times faster than ``as_strided``
+        return np.ndarray(shape, table.dtype, table, positions.start * item, strides)
     return table.take(positions, axis=-1)
+
+
+def _latest(table: np.ndarray, positions: Positions) -> list[int]:
+    """Per row of ``table``, its greatest entry at ``positions`` (0 when there are none)."""
+    return _at(table, positions).reshape(len(table), -1).max(axis=1, initial=0).tolist()
 
 
 @dataclass(frozen=True)
@@ -131,12 +139,27 @@ class _Shadow:
 
     A module's own earlier accesses are ordered before its new one (its clock entry is the new
     access's sequence number) and every clock entry is at least 0, so an entry is unordered
-    with the new access exactly when it exceeds the new access's clock entry for its module:
-    one comparison of the table with the clock, written twice (:func:`_bound`), checks every
-    position at once."""
+    with the new access exactly when it exceeds the new access's clock entry for its module.
+    Each row's greatest entry at the new access's positions, compared with the clock, thus
+    checks every position at once (:meth:`ordered`); only a race compares them one by one
+    (:meth:`conflict`, with the clock written twice: :func:`_bound`)."""
 
     def __init__(self, size: int) -> None:
         self.seqs = np.zeros((2 * _MODULES, size), dtype=np.int32)
+        #: per row, the greatest sequence number ever recorded in it (at any position)
+        self.top = [0] * (2 * _MODULES)
+
+    def ordered(self, clock: Sequence[int], positions: Positions, write: bool) -> bool:
+        """Whether a new access whose module's vector clock is ``clock`` is ordered after
+        every earlier access at ``positions`` it conflicts with (writes; for a write, reads
+        too): each module's latest such access is at most the clock's entry for it. When
+        every module's latest access anywhere is, the table itself is not read."""
+        rows = 2 * _MODULES if write else _MODULES
+        top = self.top
+        if all(top[row] <= clock[row % _MODULES] for row in range(rows)):
+            return True
+        latest = _latest(self.seqs[:rows], positions)
+        return all(seq <= clock[row % _MODULES] for row, seq in enumerate(latest))
 
     def conflict(self, bound: np.ndarray, positions: Positions, write: bool) -> _Conflict | None:
         """The first kind of unordered conflict a new access (``bound``: its clock, written
@@ -157,18 +180,18 @@ class _Shadow:
         return _Conflict(reads, np.full(len(reads), reader), seqs[_MODULES + reader], "reads")
 
     def record(self, module: int, seq: int, positions: Positions, write: bool) -> None:
-        if write:  # the new writer's sequence number, and no other writer's
-            rows = slice(0, _MODULES)
-            values = [seq if writer == module else 0 for writer in range(_MODULES)]
-        else:  # the reader's latest
-            rows = slice(_MODULES + module, _MODULES + module + 1)
-            values = [seq]
-        column = np.array(values, dtype=self.seqs.dtype)
+        """Remember an access of ``module`` with sequence number ``seq`` at ``positions``: a
+        write as the only last writer, a read as the module's latest read."""
+        row = module if write else _MODULES + module
+        self.top[row] = max(self.top[row], seq)
         if isinstance(positions, np.ndarray):
-            self.seqs[rows, positions] = column[:, None]
-        else:
-            view = _at(self.seqs[rows], positions)
-            view[...] = column.reshape(-1, *([1] * (view.ndim - 1)))
+            if write:  # the new writer's sequence number, and no other writer's
+                self.seqs[:_MODULES, positions] = 0
+            self.seqs[module if write else _MODULES + module, positions] = seq
+            return
+        if write:
+            _at(self.seqs[:_MODULES], positions)[...] = 0
+        _at(self.seqs[module if write else _MODULES + module], positions)[...] = seq
 
 
 def _bound(clock: np.ndarray) -> np.ndarray:
@@ -214,13 +237,16 @@ class RaceDetector:
         raise RaceError if one is unordered with a conflicting earlier access of another
         module, else remember them. Nothing is recorded when a race is raised."""
         me = self._module[index]
-        bound = _bound(clock)
+        entries = clock.tolist()
         mapped = [(a, self._table(a.space), self._positions(a)) for a in accesses]
         for access, table, positions in mapped:
-            found = table.conflict(bound, positions, access.write)
-            if found is not None:
+            if not table.ordered(entries, positions, access.write):
+                if access.order is not None:
+                    positions = access.order
+                found = table.conflict(_bound(clock), positions, access.write)
+                assert found is not None
                 self._raise(access, positions, found, index)
-        seq = int(clock[me])
+        seq = entries[me]
         for access, table, positions in mapped:
             table.record(me, seq, positions, access.write)
 
@@ -244,10 +270,10 @@ class RaceDetector:
         if access.space is Space.DRAM:
             granules = access.positions.granules()[same] * self.granule
             rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
-        elif isinstance(access.positions, slice):
-            rows = np.arange(access.positions.start, access.positions.stop)[same]
+        elif isinstance(positions, slice):
+            rows = np.arange(positions.start, positions.stop)[same]
         else:
-            rows = access.positions[same]
+            rows = positions[same]
         other = self._program_index[module][seq - 1]
         raise RaceError(
             access.space.value,
