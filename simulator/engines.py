@@ -287,7 +287,7 @@ class LoadEngine(Engine):
             run += (self.body_lines.stop - 1 - line) * self.width
         return min(run * self.elem_beats - self.gather, burst_left - 1)
 
-    def stream(self, cycles: int) -> tuple[int, int]:
+    def stream(self, t: int, cycles: int) -> tuple[int, int]:
         if self.cursor is not None:
             beats, first = self.cursor.advance(cycles)
             self._advance(cycles)

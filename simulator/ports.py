@@ -235,7 +235,7 @@ class ReadClient(Protocol):
 
     def stream_cycles(self, burst_left: int) -> int: ...  # bulk cycles before the last beat
 
-    def stream(self, cycles: int) -> tuple[int, int]: ...  # (beats, first's offset) in bulk
+    def stream(self, t: int, cycles: int) -> tuple[int, int]: ...  # (beats, first's offset) from t
 
 
 class Burst:
@@ -380,7 +380,7 @@ class ReadPort:
     def stream(self, t: int, cycles: int) -> None:
         """Apply ``cycles`` quiet cycles of :meth:`streaming` from ``t``."""
         head = self.inflight[0]
-        beats, first = self.clients[head.client].stream(cycles)
+        beats, first = self.clients[head.client].stream(t, cycles)
         if beats:
             head.moved(t + first, beats)
             self.beats += beats

@@ -10,9 +10,10 @@ comes from the functional simulator's events (DESIGN principle 4).
 
 Two schedulers run the same units. The *stepped* one ticks every unit every cycle, as the RTL
 runs. The *event-driven* one asks every unit how many cycles from now it will only make bulk
-progress (a GEMM's steps, a burst's beats streaming into a waiting writer, pad rows, waiting)
-and skips them all at once; the cycle counts, per-instruction cycles and activity counts are
-exactly those of the stepped scheduler (the tests compare them on every conformance program).
+progress (a GEMM's steps, a burst's beats streaming into a waiting writer or into fetch while
+it dispatches to queues that are not empty, pad rows, waiting) and skips them all at once; the
+cycle counts, per-instruction cycles and activity counts are exactly those of the stepped
+scheduler (the tests compare them on every conformance program).
 
 Within a cycle every unit sees the state at the cycle's start: the read ports arbitrate and
 offer a beat, fetch unpacks and dispatches, each module takes, starts or retires an

@@ -79,6 +79,7 @@ class Fetch:
         self.next = 0  # the next instruction to dispatch
         self.starting = True
         self.granted = self.beat = self.offered = False
+        self.port: ReadPort | None = None  # set when the ports are wired
 
     # ------------------------------------------------------------------ read client
     def burst_request(self) -> int:
@@ -91,15 +92,64 @@ class Fetch:
     takes_data = r_ready
 
     def stream_cycles(self, burst_left: int) -> int:
-        """While the unpacker holds a complete instruction whose queue is full, beats only
-        fill the buffer: as many as it has room for, before the burst's last beat."""
+        """Cycles from now it takes the offered beats in bulk, before the burst's last beat:
+        while the unpacker holds a complete instruction whose queue is full, the beats only
+        fill the buffer (as many as it has room for); otherwise while it streams steadily
+        (:meth:`_steady`)."""
         complete, dispatch = self._unpack()
-        if not complete or dispatch:
-            return 0
-        return min(burst_left - 1, self.buffer.room())
+        if complete and not dispatch:
+            return min(burst_left - 1, self.buffer.room())
+        return self._steady(burst_left - 1)
 
-    def stream(self, cycles: int) -> tuple[int, int]:
-        self.buffer.write_many(True, cycles)
+    def _steady(self, most: int) -> int:
+        """Cycles from now, at most ``most``, in which fetch, offered a beat every cycle, streams
+        steadily: each cycle a beat enters the buffer and the unpacker takes one out (the
+        buffer stays as it is: its output register and its memory hold beats), every
+        ``insn_beats``-th cycle completing an instruction that it dispatches into a queue
+        whose output register holds an instruction already and which has room, so no queue,
+        module or burst request changes but by the count of its entries. 0: it does not."""
+        buffer, walker = self.buffer, self.walker
+        if (
+            self.cursor is not None
+            or buffer.out is None
+            or not buffer.inner  # (always so in a one-deep buffer)
+            or not buffer.w_rdy()
+            or walker.quiet(True) < NEVER
+        ):
+            return 0
+        if walker.burst:  # it presents a burst once enough beats have left the buffer
+            most = min(most, self.reserved + walker.burst - self.buffer_beats)
+        beats = self.insn_beats
+        cycles = beats - 1 - self.gather  # those before the next dispatch
+        room: dict[Stage, int] = {}
+        index, end = self.next, len(self.stages)
+        while cycles < most and index < end:  # the dispatch of `index` at cycle `cycles`
+            stage = self.stages[index]
+            queue = self.queues[stage]
+            if stage not in room:
+                room[stage] = queue.room() if queue.out is not None else 0
+            if not room[stage]:
+                break
+            room[stage] -= 1
+            index += 1
+            if index == end:  # after the last dispatch the unpacker goes idle
+                return min(most, cycles + 1)
+            cycles += beats
+        return max(0, min(most, cycles))
+
+    def stream(self, t: int, cycles: int) -> tuple[int, int]:
+        """Take the beats of ``cycles`` cycles from ``t`` (:meth:`stream_cycles`) at once."""
+        complete, dispatch = self._unpack()
+        if complete and not dispatch:
+            self.buffer.write_many(True, cycles)
+            return cycles, 0
+        beats = self.insn_beats
+        for offset in range(beats - 1 - self.gather, cycles, beats):
+            self.queues[self.stages[self.next]].write_many(self.next, 1)
+            self.timeline.dispatched[self.next] = t + offset
+            self.next += 1
+        self.gather = (self.gather + cycles) % beats
+        self.reserved -= cycles
         return cycles, 0
 
     # ------------------------------------------------------------------ one cycle
@@ -168,12 +218,14 @@ class Fetch:
             return 0
         complete, dispatch = self._unpack()
         if dispatch or (self.buffer.r_rdy() and not complete and self.next < len(self.stages)):
-            return 0
+            port = self.port
+            return self._steady(port.inflight[0].left - 1) if port.offering(self, t) else 0
         return self.walker.quiet(self.cursor is None or not self.cursor.active)
 
     def skip(self, t: int, cycles: int) -> None:
-        complete, _ = self._unpack()
-        self.activity[self._activity(complete, False, False)] += cycles
+        complete, dispatch = self._unpack()
+        steady = self.buffer.r_rdy() and (dispatch or not complete) and self.port.offering(self, t)
+        self.activity[BUSY if steady else self._activity(complete, False, False)] += cycles
 
 
 class Module:

@@ -246,6 +246,21 @@ def test_stepped_and_event_driven_agree_on_random_programs(seed, cfg, timing):
 
 @settings(max_examples=40)
 @given(
+    seed=st.integers(0, 2**32 - 1),
+    cfg=st.sampled_from([AccelConfig.preset("tiny"), DEFAULT, NARROW_BUS]),
+    depth=st.integers(1, 4),
+    timing=timings,
+)
+def test_fetch_streaming_in_bulk_agrees_with_stepped_on_random_programs(seed, cfg, depth, timing):
+    """Fetch streams a burst's beats and dispatches in bulk only into command queues that
+    hold an instruction and have room: short queues put that room's end inside the bursts."""
+    cfg = cfg.replace(cmd_queue_depth=depth)
+    event, stepped = _both(cfg, random_program(cfg, seed), timing)
+    assert event == stepped
+
+
+@settings(max_examples=40)
+@given(
     cfg=st.sampled_from([AccelConfig.preset("tiny"), DEFAULT, WIDE_BUS]),
     mem=st.sampled_from([MemId.INP, MemId.WGT]),
     y_size=st.integers(1, 6),
