@@ -46,7 +46,7 @@ class RowRequester(wiring.Component):
         self._cfg = cfg
         self._elem_bytes = tuple(elem_bytes)
         self._max_beats = max_beats
-        self._count_bits = size_bits + _log2(max(elem_bytes)) + 1
+        self._row_byte_bits = size_bits + _log2(max(elem_bytes)) + 1  # a row's byte count
         low_bits = _log2(cfg.bus_bytes // min(min(elem_bytes), cfg.bus_bytes)) or 1
         super().__init__(
             {
@@ -69,18 +69,16 @@ class RowRequester(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        m.submodules.splitter = splitter = BurstSplitter(
-            cfg, count_bits=self._count_bits, max_beats=self._max_beats
-        )
+        m.submodules.splitter = splitter = BurstSplitter(cfg, max_beats=self._max_beats)
         wiring.connect(m, splitter.burst, wiring.flipped(self.burst))
         walking = Signal()
         row = Signal.like(self.y_size)
         elem_addr = Signal(byte_addr_bits(cfg))
         byte_addr = Signal(byte_addr_bits(cfg))
         # The row's last byte is registered as the row's address is (the first row's from the
-        # transfer's fields, each next one a stride further), so no adder lies between the
-        # row's address and the beat count the burst splitter takes.
-        wide = max(byte_addr_bits(cfg), self._count_bits) + 1
+        # transfer's fields, each next one a stride further), so the burst splitter takes the
+        # row's first and last beats straight from registers.
+        wide = max(byte_addr_bits(cfg), self._row_byte_bits) + 1
         last_byte = Signal(wide)
         first_end = Signal(wide)  # one past the first row's last byte
         stride_bytes = Signal(wide)
@@ -95,11 +93,9 @@ class RowRequester(wiring.Component):
                         stride_bytes.eq(self.x_stride << _log2(size)),
                     ]
         shift = _log2(cfg.bus_bytes)
-        first = byte_addr >> shift
-        beats = (last_byte >> shift) - first + 1
         m.d.comb += [
-            splitter.cmd.payload.beat.eq(first),
-            splitter.cmd.payload.beats.eq(beats),
+            splitter.cmd.payload.first.eq(byte_addr >> shift),
+            splitter.cmd.payload.last.eq(last_byte >> shift),
             self.rows.payload.addr_low.eq(elem_addr),
             self.rows.payload.count.eq(self.x_size),
             self.busy.eq(walking | splitter.busy),
