@@ -60,9 +60,11 @@ class TensorAlu(wiring.Component):
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 a, x, result = self.a[b][o], self.x[b][o], self.result[b][o]
-                shift = Signal(signed(cfg.shr_arg_bits), name=f"shift_{b}_{o}")
-                m.d.comb += shift.eq(x[: cfg.shr_arg_bits].as_signed())
-                distance = Mux(shift < 0, -shift, shift).as_unsigned()
+                # SHR's signed shift n: right by n's low bits when n >= 0; left by -n = ~n + 1
+                # otherwise, done as a left shift by one and then by ~n, so no adder negates n.
+                shift = x[: cfg.shr_arg_bits]
+                negative, low = shift[-1], shift[:-1]
+                shifted = Mux(negative, (a << 1) << ~low, a >> low)
                 picked = Signal.like(result, name=f"picked_{b}_{o}")
                 with m.Switch(self.op):
                     with m.Case(AluOp.MIN):
@@ -72,7 +74,7 @@ class TensorAlu(wiring.Component):
                     with m.Case(AluOp.ADD):
                         m.d.sync += picked.eq(a + x)
                     with m.Case(AluOp.SHR):
-                        m.d.sync += picked.eq(Mux(shift < 0, a << distance, a >> distance))
+                        m.d.sync += picked.eq(shifted)
                     with m.Default():
                         m.d.sync += picked.eq(a)
                 if not multiply:
