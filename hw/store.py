@@ -85,6 +85,9 @@ class Store(wiring.Component):
         line = Signal.like(insn.y_size)
         pending = Signal()  # the read port holds an element the packer has not taken
         address = Signal.like(self.out.addr)
+        # the last column and line, registered at the start so that no subtraction lies in the
+        # comparisons behind each read
+        last_column, last_line = Signal.like(column), Signal.like(line)
         advance = ~pending | packer.elem.ready
         m.d.comb += [
             self.out.addr.eq(address),
@@ -98,14 +101,16 @@ class Store(wiring.Component):
                 column.eq(0),
                 line.eq(0),
                 address.eq(insn.sram_base),
+                last_column.eq(insn.x_size - 1),
+                last_line.eq(insn.y_size - 1),
             ]
         with m.Elif(advance):
             m.d.sync += pending.eq(reading)
             with m.If(reading):
                 m.d.sync += [address.eq(address + 1), column.eq(column + 1)]
-                with m.If(column == insn.x_size - 1):
+                with m.If(column == last_column):
                     m.d.sync += [column.eq(0), line.eq(line + 1)]
-                    with m.If(line == insn.y_size - 1):
+                    with m.If(line == last_line):
                         m.d.sync += reading.eq(0)
 
         # Bursts: aw, their lengths for w's last, and the responses still owed.
