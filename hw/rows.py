@@ -73,20 +73,23 @@ class RowRequester(wiring.Component):
         wiring.connect(m, splitter.burst, wiring.flipped(self.burst))
         walking = Signal()
         row = Signal.like(self.y_size)
+        # y_size - 1, registered so that no subtraction precedes the comparison ending the walk
+        last_row = Signal.like(self.y_size)
         elem_addr = Signal(byte_addr_bits(cfg))
-        byte_addr = Signal(byte_addr_bits(cfg))
-        # The row's last byte is registered as the row's address is (the first row's from the
-        # transfer's fields, each next one a stride further), so the burst splitter takes the
-        # row's first and last beats straight from registers.
+        # The row's first and last bytes are registered as the row's element address is (the
+        # first row's from the transfer's fields, each next one a stride further), so the burst
+        # splitter takes the row's first and last beats straight from registers.
         wide = max(byte_addr_bits(cfg), self._row_byte_bits) + 1
+        byte_addr = Signal(byte_addr_bits(cfg))
         last_byte = Signal(wide)
+        first_byte = Signal(byte_addr_bits(cfg))  # the first row's
         first_end = Signal(wide)  # one past the first row's last byte
         stride_bytes = Signal(wide)
         with m.Switch(self.kind):
             for kind, size in enumerate(self._elem_bytes):
                 with m.Case(kind):
                     m.d.comb += [
-                        byte_addr.eq(elem_addr << _log2(size)),
+                        first_byte.eq(self.dram_base << _log2(size)),
                         first_end.eq(
                             (self.dram_base << _log2(size)) + (self.x_size << _log2(size))
                         ),
@@ -105,7 +108,9 @@ class RowRequester(wiring.Component):
                 m.d.sync += [
                     walking.eq(1),
                     row.eq(0),
+                    last_row.eq(self.y_size - 1),
                     elem_addr.eq(self.dram_base),
+                    byte_addr.eq(first_byte),
                     last_byte.eq(first_end - 1),
                 ]
                 m.next = "BURSTS"
@@ -119,9 +124,10 @@ class RowRequester(wiring.Component):
                     m.d.sync += [
                         row.eq(row + 1),
                         elem_addr.eq(elem_addr + self.x_stride),
+                        byte_addr.eq(byte_addr + stride_bytes),
                         last_byte.eq(last_byte + stride_bytes),
                     ]
-                    with m.If(row == self.y_size - 1):
+                    with m.If(row == last_row):
                         m.d.sync += walking.eq(0)
                         m.next = "IDLE"
                     with m.Else():
