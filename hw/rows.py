@@ -72,9 +72,9 @@ class RowRequester(wiring.Component):
         m.submodules.splitter = splitter = BurstSplitter(cfg, max_beats=self._max_beats)
         wiring.connect(m, splitter.burst, wiring.flipped(self.burst))
         walking = Signal()
-        row = Signal.like(self.y_size)
-        # y_size - 1, registered so that no subtraction precedes the comparison ending the walk
-        last_row = Signal.like(self.y_size)
+        # the rows after the current one, counted down from y_size - 1 (set at the start, so no
+        # subtraction precedes the comparison that ends the walk)
+        rows_left = Signal.like(self.y_size)
         elem_addr = Signal(byte_addr_bits(cfg))
         # The row's first and last bytes are registered as the row's element address is (the
         # first row's from the transfer's fields, each next one a stride further), so the burst
@@ -107,8 +107,7 @@ class RowRequester(wiring.Component):
             with m.State("IDLE"), m.If(self.start & (self.y_size != 0) & (self.x_size != 0)):
                 m.d.sync += [
                     walking.eq(1),
-                    row.eq(0),
-                    last_row.eq(self.y_size - 1),
+                    rows_left.eq(self.y_size - 1),
                     elem_addr.eq(self.dram_base),
                     byte_addr.eq(first_byte),
                     last_byte.eq(first_end - 1),
@@ -122,12 +121,12 @@ class RowRequester(wiring.Component):
                 m.d.comb += self.rows.valid.eq(1)
                 with m.If(self.rows.ready):
                     m.d.sync += [
-                        row.eq(row + 1),
+                        rows_left.eq(rows_left - 1),
                         elem_addr.eq(elem_addr + self.x_stride),
                         byte_addr.eq(byte_addr + stride_bytes),
                         last_byte.eq(last_byte + stride_bytes),
                     ]
-                    with m.If(row == last_row):
+                    with m.If(rows_left == 0):
                         m.d.sync += walking.eq(0)
                         m.next = "IDLE"
                     with m.Else():
