@@ -9,7 +9,7 @@ reader streams rows into a :class:`~hw.dma.BeatPacker`, and the beats leave on `
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,12 +47,19 @@ class Store(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=False)
+        layout = insn_layouts(cfg).mem
+
+        def runs(word: Value) -> Value:
+            """A STORE that moves rows (not a no-op)."""
+            insn = data.View(layout, word)
+            return (insn.memory_type == MemId.OUT) & (insn.x_size != 0)
+
+        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=False, decode=runs)
         wiring.connect(m, wiring.flipped(self.cmd), slot.cmd)
         wiring.connect(m, slot.prev_pop, wiring.flipped(self.g2s))
         wiring.connect(m, slot.prev_push, wiring.flipped(self.s2g))
-        insn = data.View(insn_layouts(cfg).mem, slot.insn)
-        start = slot.execute & (insn.memory_type == MemId.OUT) & (insn.x_size != 0)
+        insn = data.View(layout, slot.insn)
+        start = slot.execute & slot.flags
 
         m.submodules.requester = requester = RowRequester(
             cfg,
