@@ -8,10 +8,12 @@ signed. Results wrap to ``acc_width``. Only the opcodes of ``cfg.alu_ops`` are b
 ``alu_mul`` there is no multiplier at all. Any other opcode (outside :class:`isa.AluOp`, or MUL
 without ``alu_mul``) leaves ``a`` unchanged: such a word cannot be encoded.
 
-The first stage computes MIN, MAX, ADD and SHR and registers the chosen one; MUL multiplies each
-:data:`MUL_SLICE_BITS`-bit slice of ``a`` by the factor (one hardware multiplier each) and
-registers the partial products, so no multiplier's output feeds more logic in its cycle. The
-second stage adds the partial products and picks MUL's sum or the registered result.
+The first stage computes ADD and SHR and registers the chosen one (``a`` for the others); for
+MIN and MAX it registers ``x`` and whether ``a < x`` beside it, so that no comparison's carry
+chain drives a 32-bit multiplexer in that cycle. MUL multiplies each :data:`MUL_SLICE_BITS`-bit
+slice of ``a`` by the factor (one hardware multiplier each) and registers the partial products,
+so no multiplier's output feeds more logic in its cycle. The second stage adds the partial
+products and picks MUL's sum, MIN's or MAX's operand, or the registered result.
 """
 
 from __future__ import annotations
@@ -54,29 +56,33 @@ class TensorAlu(wiring.Component):
         m = Module()
         cfg = self._cfg
         multiply = AluOp.MUL in cfg.alu_ops
-        is_mul = Signal()
+        is_mul, is_min, is_max = Signal(), Signal(), Signal()
+        m.d.sync += [is_min.eq(self.op == AluOp.MIN), is_max.eq(self.op == AluOp.MAX)]
         if multiply:
             m.d.sync += is_mul.eq(self.op == AluOp.MUL)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 a, x, result = self.a[b][o], self.x[b][o], self.result[b][o]
-                shift = Signal(signed(cfg.shr_arg_bits), name=f"shift_{b}_{o}")
-                m.d.comb += shift.eq(x[: cfg.shr_arg_bits].as_signed())
-                distance = Mux(shift < 0, -shift, shift).as_unsigned()
+                # SHR's signed shift n: right by n's low bits when n >= 0; left by -n = ~n + 1
+                # otherwise, done as a left shift by one and then by ~n, so no adder negates n.
+                shift = x[: cfg.shr_arg_bits]
+                negative, low = shift[-1], shift[:-1]
+                shifted = Mux(negative, (a << 1) << ~low, a >> low)
                 picked = Signal.like(result, name=f"picked_{b}_{o}")
+                other = Signal.like(result, name=f"other_{b}_{o}")
+                less = Signal(name=f"less_{b}_{o}")
+                m.d.sync += [other.eq(x), less.eq(a < x)]
+                # MIN takes x unless a < x, MAX takes x if a < x (either when they are equal)
+                chosen = Mux((is_min & ~less) | (is_max & less), other, picked)
                 with m.Switch(self.op):
-                    with m.Case(AluOp.MIN):
-                        m.d.sync += picked.eq(Mux(a < x, a, x))
-                    with m.Case(AluOp.MAX):
-                        m.d.sync += picked.eq(Mux(a > x, a, x))
                     with m.Case(AluOp.ADD):
                         m.d.sync += picked.eq(a + x)
                     with m.Case(AluOp.SHR):
-                        m.d.sync += picked.eq(Mux(shift < 0, a << distance, a >> distance))
+                        m.d.sync += picked.eq(shifted)
                     with m.Default():
                         m.d.sync += picked.eq(a)
                 if not multiply:
-                    m.d.comb += result.eq(picked)
+                    m.d.comb += result.eq(chosen)
                     continue
                 factor = x[: cfg.mul_arg_bits].as_signed()
                 product = 0
@@ -89,5 +95,5 @@ class TensorAlu(wiring.Component):
                     )
                     m.d.sync += term.eq(partial * factor)
                     product += term << low
-                m.d.comb += result.eq(Mux(is_mul, product, picked))
+                m.d.comb += result.eq(Mux(is_mul, product, chosen))
         return m

@@ -66,13 +66,18 @@ class ControlSlave(wiring.Component):
         read_beats = Signal(REGISTER_BITS)
         write_beats = Signal(REGISTER_BITS)
 
+        # The beats are counted a cycle after they pass: a handshake's ready comes through the
+        # accelerator's data paths, and registering it keeps the counters' adders off them. (No
+        # beat passes in the cycle of a launch or in the one before it, so none is lost.)
+        read_beat, write_beat = Signal(), Signal()
+        m.d.sync += [read_beat.eq(events.read_beat), write_beat.eq(events.write_beat)]
         launch = control.start & ~control.busy
         with m.If(launch):
             m.d.sync += [read_beats.eq(0), write_beats.eq(0)]
         with m.Else():
             m.d.sync += [
-                read_beats.eq(read_beats + events.read_beat),
-                write_beats.eq(write_beats + events.write_beat),
+                read_beats.eq(read_beats + read_beat),
+                write_beats.eq(write_beats + write_beat),
             ]
         with m.If(events.read_error):
             m.d.sync += bus_errors[0].eq(1)

@@ -172,7 +172,7 @@ class Compute(wiring.Component):
         with m.Else():
             m.d.comb += acc_rd.addr.eq(dst[2])
         acc_row = Signal(rows.acc)
-        source = Signal(rows.acc)
+        source = Signal(rows.acc)  # the ALU's other operand: the immediate or ACC[s]
         # the write stage's registers (declared here, driven below)
         write, address, value = Signal(), Signal.like(dst[2]), Signal(rows.acc)
         read_row = Signal.like(acc_rd.addr)  # the row whose data the port returns
@@ -183,17 +183,15 @@ class Compute(wiring.Component):
             bypass.eq(write & (address == acc_rd.addr)),
             bypass_row.eq(value),
             acc_row.eq(Mux(latest, value, Mux(bypass, bypass_row, acc_rd.data))),
-            source.eq(acc_row),
         ]
+        # ``source`` takes the immediate when the instruction has one (it is the instruction's
+        # throughout), so no multiplexer lies between the register and the ALU.
         immediate = Signal(rows.acc)
         for b in range(cfg.batch):
             for o in range(cfg.block_out):
                 m.d.comb += immediate[b][o].eq(alu_insn.imm)
-        m.d.comb += [
-            alu.op.eq(alu_insn.alu_opcode),
-            alu.a.eq(acc_row),
-            alu.x.eq(Mux(alu_insn.use_imm, immediate, source)),
-        ]
+        m.d.sync += source.eq(Mux(alu_insn.use_imm, immediate, acc_row))
+        m.d.comb += [alu.op.eq(alu_insn.alu_opcode), alu.a.eq(acc_row), alu.x.eq(source)]
 
         # C1: GEMM's dot products arrive and ACC[d] + dot is registered; an ALU step's operands
         # enter the ALU. C2, a cycle later: the sum or the ALU's result is ready.

@@ -25,27 +25,25 @@ def _log2(value: int) -> int:
 
 
 class BurstSplitter(wiring.Component):
-    """Splits a run of ``beats`` consecutive beats starting at beat index ``beat`` into AXI
-    bursts of at most ``max_beats`` that do not cross a 4 KiB page.
+    """Splits the run of consecutive beats ``first`` to ``last`` (beat indices, inclusive,
+    ``last >= first``) into AXI bursts of at most ``max_beats`` (a power of two) that do not
+    cross a 4 KiB page: each burst is as long as those limits and the run allow, so the bursts
+    are the greedy split, in order.
 
-    ``burst`` carries ``addr`` (bytes) and ``len`` (beats - 1). A command of 0 beats yields no
-    burst. ``busy`` is high while a command is being split.
+    ``burst`` carries ``addr`` (bytes) and ``len`` (beats - 1). ``busy`` is high while a
+    command is being split.
     """
 
-    def __init__(self, cfg: AccelConfig, *, count_bits: int, max_beats: int = AXI_MAX_BEATS):
+    def __init__(self, cfg: AccelConfig, *, max_beats: int = AXI_MAX_BEATS):
         assert 1 <= max_beats <= AXI_MAX_BEATS and cfg.bus_bytes <= AXI_PAGE_BYTES
+        assert max_beats & (max_beats - 1) == 0, "the split relies on power-of-two limits"
         self._bus_bytes = cfg.bus_bytes
         self._max_beats = max_beats
         beat_bits = byte_addr_bits(cfg) - _log2(cfg.bus_bytes)
+        run = data.StructLayout({"first": unsigned(beat_bits), "last": unsigned(beat_bits)})
         super().__init__(
             {
-                "cmd": In(
-                    stream.Signature(
-                        data.StructLayout(
-                            {"beat": unsigned(beat_bits), "beats": unsigned(count_bits)}
-                        )
-                    )
-                ),
+                "cmd": In(stream.Signature(run)),
                 "burst": Out(stream.Signature(burst_layout(cfg))),
                 "busy": Out(1),
             }
@@ -55,39 +53,93 @@ class BurstSplitter(wiring.Component):
         m = Module()
         page_beats = AXI_PAGE_BYTES // self._bus_bytes
         limit = min(self._max_beats, page_beats)
+        low = _log2(limit)  # a beat offset's bits below the limit; the page's bits above them
+        top = _log2(page_beats) - low  # (both powers of two: ``limit`` divides the page)
 
-        def burst_beats(beat: Value, left: Value) -> Value:
-            """Beats of the burst that starts at beat index ``beat`` with ``left`` beats to go:
-            at most ``limit``, and not past the end of ``beat``'s page."""
-            room = page_beats - beat[: _log2(page_beats)]
-            most = Mux(room < limit, room, limit)
-            return Mux(left < most, left, most)
+        # The burst on offer is described by registers only, so its address and length leave
+        # without logic, and each next burst is derived from them through at most a short
+        # increment and a few multiplexers (no adder feeds a comparison feeding a minimum):
+        # the page and the offset in it, whether the run ends in this page and then ``span``
+        # (its last beat's offset less this one), and the pages after this one it reaches.
+        page = Signal(len(self.cmd.payload.first) - low - top)
+        offset = Signal(low + top)
+        same = Signal()
+        span = Signal(low + top)
+        pages = Signal.like(page)
+        end = Signal(low + top)  # the run's last beat's offset in its page
+        length = Signal(low)  # the burst's beats - 1
+        final = Signal()  # the burst is the run's last
 
-        # The burst on offer is registered (its address, beats left and size): the next
-        # burst's size is computed as one is accepted, so nothing between the command and the
-        # bus is combinational.
-        cur = Signal.like(self.cmd.payload.beat)
-        left = Signal.like(self.cmd.payload.beats)
-        size = Signal(range(AXI_MAX_BEATS + 1))
+        def field_is(value: Value, k: int) -> Value:
+            """``value``'s bits from ``low`` up (a multiple of ``limit``) equal ``k``."""
+            return Const(0 <= k < 1 << top) if top == 0 else value[low:] == k
+
+        def plan(same: Value, span_k: int, span: Value, room_k: int, offset: Value):
+            """The length and finality of the burst at ``offset``: up to the run's end when it
+            ends within ``limit`` (``span``'s upper field is ``span_k``: 0 for ``span`` itself)
+            in this page, else up to the page's end when that is within ``limit`` (the
+            offset's upper field is ``room_k``: all ones), else ``limit`` beats."""
+            short_run = field_is(span, span_k)
+            short_page = field_is(offset, room_k)
+            return (
+                Mux(
+                    same,
+                    Mux(short_run, span[:low], limit - 1),
+                    Mux(short_page, ~offset[:low], limit - 1),
+                ),
+                same & short_run,
+            )
+
+        ones = (1 << top) - 1
         m.d.comb += [
             self.cmd.ready.eq(~self.busy),
             self.burst.valid.eq(self.busy),
-            self.burst.payload.addr.eq(cur << _log2(self._bus_bytes)),
-            self.burst.payload.len.eq(size - 1),
+            self.burst.payload.addr.eq(Cat(Const(0, _log2(self._bus_bytes)), offset, page)),
+            self.burst.payload.len.eq(length),
         ]
         with m.If(self.cmd.valid & self.cmd.ready):
-            beat, beats = self.cmd.payload.beat, self.cmd.payload.beats
+            first, last = self.cmd.payload.first, self.cmd.payload.last
+            split = len(offset)
+            first_span = (last[:split] - first[:split])[:split]
+            first_same = first[split:] == last[split:]
+            plan_length, plan_final = plan(first_same, 0, first_span, ones, first[:split])
             m.d.sync += [
-                cur.eq(beat),
-                left.eq(beats),
-                size.eq(burst_beats(beat, beats)),
-                self.busy.eq(beats != 0),
+                page.eq(first[split:]),
+                offset.eq(first[:split]),
+                same.eq(first_same),
+                span.eq(first_span),
+                pages.eq(last[split:] - first[split:]),
+                end.eq(last[:split]),
+                length.eq(plan_length),
+                final.eq(plan_final),
+                self.busy.eq(1),
             ]
         with m.If(self.burst.valid & self.burst.ready):
-            beat, beats = cur + size, left - size
-            m.d.sync += [cur.eq(beat), left.eq(beats), size.eq(burst_beats(beat, beats))]
-            with m.If(left == size):
+            with m.If(final):
                 m.d.sync += self.busy.eq(0)
+            with m.Elif(~same & field_is(offset, ones)):
+                # This burst ends its page: the next starts the next page.
+                next_same = pages == 1
+                next_length, next_final = plan(next_same, 0, end, ones, Const(0, len(offset)))
+                m.d.sync += [
+                    page.eq(page + 1),
+                    offset.eq(0),
+                    same.eq(next_same),
+                    span.eq(end),
+                    pages.eq(pages - 1),
+                    length.eq(next_length),
+                    final.eq(next_final),
+                ]
+            with m.Else():
+                # This burst is ``limit`` beats within its page: the next starts ``limit`` on,
+                # and its plan is read off this one's fields (span less, offset more, by one).
+                next_length, next_final = plan(same, 1, span, ones - 1, offset)
+                m.d.sync += [
+                    offset.eq(offset + limit),
+                    span.eq(span - limit),
+                    length.eq(next_length),
+                    final.eq(next_final),
+                ]
         return m
 
 
@@ -219,15 +271,19 @@ def _row_cursor(m: Module, row, elem, lanes: int) -> tuple[Signal, Signal, Value
     active = Signal()
     lane = Signal.like(row.payload.lane)
     left = Signal.like(row.payload.count)
+    # Whether the current element is the row's last, registered beside the count (rather than
+    # compared with it) because the stream's ready depends on it.
+    final = Signal()
     m.d.comb += row.ready.eq(~active)
     with m.If(row.valid & row.ready):
         m.d.sync += [
             lane.eq(row.payload.lane),
             left.eq(row.payload.count),
             active.eq(row.payload.count != 0),
+            final.eq(row.payload.count == 1),
         ]
     with m.If(elem.valid & elem.ready):
-        m.d.sync += [lane.eq(lane + 1), left.eq(left - 1)]
-        with m.If(left == 1):
+        m.d.sync += [lane.eq(lane + 1), left.eq(left - 1), final.eq(left == 2)]
+        with m.If(final):
             m.d.sync += active.eq(0)
-    return active, lane, (lane == lanes - 1) | (left == 1)
+    return active, lane, (lane == lanes - 1) | final

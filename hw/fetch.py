@@ -70,13 +70,13 @@ class Fetch(wiring.Component):
         ]
 
         # Credits: the buffer's room for beats not yet requested (its depth less the beats
-        # requested and not yet taken out of it). The next room is worked out for both
-        # outcomes of this cycle's request and the handshake only picks one, so no adder
-        # follows the arbiter's grant.
+        # requested and not yet taken out of it). The next room is worked out from registers
+        # for each outcome of this cycle (a burst requested or not, a beat taken or not) and
+        # the handshakes only pick one, so no adder follows the arbiter's grant or the queues'.
         room = Signal(range(depth + 1), init=depth)
         burst = requester.burst
-        beats = burst.payload.len + 1
-        fits = beats <= room
+        length = burst.payload.len  # beats - 1
+        fits = length < room
         ar = self.read.ar
         m.d.comb += [
             ar.payload.eq(burst.payload),
@@ -87,9 +87,15 @@ class Fetch(wiring.Component):
             self.read.r.ready.eq(buffer.w_rdy),
         ]
         wiring.connect(m, buffer.r_stream, unpacker.beat)
-        kept = Signal.like(room)  # the room after this cycle without a request
-        m.d.comb += kept.eq(room + (buffer.r_en & buffer.r_rdy))
-        m.d.sync += room.eq(Mux(ar.valid & ar.ready, kept - beats, kept))
+        taken = buffer.r_en & buffer.r_rdy
+        requested = ar.valid & ar.ready
+        m.d.sync += room.eq(
+            Mux(
+                requested,
+                Mux(taken, room - length, room - length - 1),
+                Mux(taken, room + 1, room),
+            )
+        )
 
         # Routing, as isa.stage_of: a LOAD goes to compute only for compute's memory types, so
         # a LOAD of any other type (a no-op when x_size is 0, else an error) goes to load.

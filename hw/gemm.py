@@ -13,7 +13,7 @@ cycle, from half the DSP slices.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,13 +37,17 @@ class PackedMultiplier(wiring.Component):
     """``p0 = x * w0`` and ``p1 = x * w1`` from one registered multiplication, one cycle after
     the operands (signed ``inp_width``-bit ``x``, ``wgt_width``-bit weights).
 
-    The multiplier computes ``r = x * ((w1 << s) + w0)`` with ``s = cfg.gemm_pack_shift``, the
-    width of a product, so ``r = x*w1 * 2**s + x*w0``: the low product is ``r``'s low ``s``
-    bits (signed), and the high one ``r``'s next ``s`` bits plus one when the low product is
-    negative (its sign bit ``r[s - 1]``: the floor division by ``2**s`` borrowed it). The packed
-    operand needs ``wgt_width + s + 1`` signed bits, which the configuration checks fit a DSP's
-    A port before it packs (:attr:`isa.AccelConfig.gemm_packed_pairs`); a configuration that
-    packs no pairs is a ConfigError here.
+    The multiplier's operand is the weights side by side, ``w0`` sign-extended to
+    ``s = cfg.gemm_pack_shift`` bits (the width of a product) below ``w1``: no adder lies
+    between the operands' registers and the multiplier. As a number that operand is
+    ``(w1 + n) * 2**s + w0`` with ``n = 1`` when ``w0 < 0``, so the product is
+    ``r = (x*w1 + x*n) * 2**s + x*w0``: the low product is ``r``'s low ``s`` bits (signed), and
+    the high one ``r``'s next ``s`` bits, plus one when the low product is negative (its sign
+    bit ``r[s - 1]``: the floor division by ``2**s`` borrowed it), less ``x*n``, which is
+    registered beside the product. The operand takes ``wgt_width + s`` signed bits, within the
+    ``wgt_width + s + 1`` that the configuration checks fit a DSP's A port before it packs
+    (:attr:`isa.AccelConfig.gemm_packed_pairs`); a configuration that packs no pairs is a
+    ConfigError here.
     """
 
     def __init__(self, cfg: AccelConfig):
@@ -69,13 +73,18 @@ class PackedMultiplier(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         shift = self._shift
-        packed = Signal(signed(self.w1.shape().width + shift + 1))
-        m.d.comb += packed.eq((self.w1 << shift) + self.w0)
-        result = Signal(signed(packed.shape().width + self.x.shape().width))
-        m.d.sync += result.eq(packed * self.x)
+        low = Signal(signed(shift))
+        m.d.comb += low.eq(self.w0)  # sign-extended: wiring only
+        packed = Cat(low, self.w1).as_signed()
+        result = Signal(signed(len(packed) + self.x.shape().width))
+        borrowed = Signal(signed(self.x.shape().width + 1))  # -x*n: w1 was taken as w1 + n
+        m.d.sync += [
+            result.eq(packed * self.x),
+            borrowed.eq(Mux(self.w0 < 0, -self.x, 0)),
+        ]
         m.d.comb += [
             self.p0.eq(result[:shift].as_signed()),
-            self.p1.eq(result[shift : 2 * shift].as_signed() + result[shift - 1]),
+            self.p1.eq(result[shift : 2 * shift].as_signed() + borrowed + result[shift - 1]),
         ]
         return m
 

@@ -6,7 +6,7 @@ top level, which gives this module their write ports and compute their read port
 
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Value
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -41,7 +41,14 @@ class Load(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        m.submodules.slot = slot = InstructionSlot(self._cfg, prev=False, next=True)
+        layout = insn_layouts(self._cfg).mem
+
+        def runs(word: Value) -> Value:
+            """A LOAD of this module's buffers that moves rows (not a no-op)."""
+            insn = data.View(layout, word)
+            return is_any(insn.memory_type, _BUFFERS) & (insn.x_size != 0)
+
+        m.submodules.slot = slot = InstructionSlot(self._cfg, prev=False, next=True, decode=runs)
         m.submodules.loader = loader = LoadEngine(self._cfg, _BUFFERS)
         wiring.connect(m, wiring.flipped(self.cmd), slot.cmd)
         wiring.connect(m, slot.next_pop, wiring.flipped(self.g2l))
@@ -49,11 +56,9 @@ class Load(wiring.Component):
         wiring.connect(m, loader.read, wiring.flipped(self.read))
         wiring.connect(m, loader.inp, wiring.flipped(self.inp))
         wiring.connect(m, loader.wgt, wiring.flipped(self.wgt))
-        insn = data.View(insn_layouts(self._cfg).mem, slot.insn)
-        ours = is_any(insn.memory_type, _BUFFERS)
         m.d.comb += [
-            loader.insn.eq(insn),
-            loader.start.eq(slot.execute & ours & (insn.x_size != 0)),
+            loader.insn.eq(data.View(layout, slot.insn)),
+            loader.start.eq(slot.execute & slot.flags),
             slot.done.eq(~loader.busy),
             self.idle.eq(slot.idle),
         ]

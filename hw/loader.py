@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,6 +28,11 @@ def buffer_port_signature(cfg: AccelConfig, mem: MemId, port: type) -> wiring.Si
     on-chip buffer that ``mem`` addresses: one row per address, as raw bits."""
     depth = cfg.buffer_depth(mem)
     return port.Signature(addr_width=(depth - 1).bit_length(), shape=elem_bits(cfg, mem))
+
+
+def _most(fields: Sequence[Value]) -> int:
+    """The largest sum of ``fields`` (unsigned)."""
+    return sum((1 << len(field)) - 1 for field in fields)
 
 
 def _sources(buffers: Sequence[MemId]) -> tuple[MemId, ...]:
@@ -102,22 +107,25 @@ class LoadEngine(wiring.Component):
             elements[mem] = unpacker.elem
 
         # The writer: lines of (x_pad_0 + x_size + x_pad_1) rows, y_pad_0 + y_size + y_pad_1 times.
-        # The bounds are sums of the instruction's fields, registered at the start so that no
-        # adder lies between the writer's position and its SRAM write.
+        # Whether the position is in the body (a DRAM row, not a pad) is kept in two flags,
+        # one per axis, each set on the step past the pad before the body and cleared on the
+        # step past the body: the element stream's ready (and so the read channel's) is then
+        # a few gates from registers. The steps' positions are registered at the start, so no
+        # adder lies between the writer's position and its flags or its SRAM write.
         writing = Signal()
-        line = Signal(len(insn.y_size) + 1)
-        column = Signal(len(insn.x_size) + 1)
+        y_fields = (insn.y_pad_0, insn.y_size, insn.y_pad_1)
+        x_fields = (insn.x_pad_0, insn.x_size, insn.x_pad_1)
+        lines, width = sum(y_fields), sum(x_fields)
+        # one value more than the most lines/columns: all ones is none (no pad before the body)
+        line = Signal(range(_most(y_fields) + 1))
+        column = Signal(range(_most(x_fields) + 1))
         address = Signal(len(insn.sram_base))
-        lines = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-        width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         last_line, last_column = Signal.like(line), Signal.like(column)
-        body_lines_end, body_columns_end = Signal.like(line), Signal.like(column)
-        body = (
-            (line >= insn.y_pad_0)
-            & (line < body_lines_end)
-            & (column >= insn.x_pad_0)
-            & (column < body_columns_end)
-        )
+        # the last line/column before the body (all ones if none) and the body's last
+        line_before, column_before = Signal.like(line), Signal.like(column)
+        body_last_line, body_last_column = Signal.like(line), Signal.like(column)
+        body_line, body_column = Signal(), Signal()
+        body = body_line & body_column
         element_valid = Signal()
         for mem, elem in elements.items():
             selected = insn.memory_type == mem
@@ -141,21 +149,38 @@ class LoadEngine(wiring.Component):
                 port.data.eq(row),
                 port.en.eq(write & writes_here),
             ]
+        # ``start`` comes with ``x_size != 0``: every line has a body column, and there is a
+        # line unless all of y_pad_0, y_size and y_pad_1 are zero.
         with m.If(self.start):
             m.d.sync += [
-                writing.eq((lines != 0) & (width != 0)),
+                writing.eq((insn.y_pad_0 != 0) | (insn.y_size != 0) | (insn.y_pad_1 != 0)),
                 line.eq(0),
                 column.eq(0),
                 address.eq(insn.sram_base),
                 last_line.eq(lines - 1),
                 last_column.eq(width - 1),
-                body_lines_end.eq(insn.y_pad_0 + insn.y_size),
-                body_columns_end.eq(insn.x_pad_0 + insn.x_size),
+                line_before.eq(insn.y_pad_0 - 1),
+                column_before.eq(insn.x_pad_0 - 1),
+                body_last_line.eq(insn.y_pad_0 + insn.y_size - 1),
+                body_last_column.eq(insn.x_pad_0 + insn.x_size - 1),
+                body_line.eq((insn.y_pad_0 == 0) & (insn.y_size != 0)),
+                body_column.eq(insn.x_pad_0 == 0),
             ]
         with m.Elif(write):
-            m.d.sync += [address.eq(address + 1), column.eq(column + 1)]
+            m.d.sync += [
+                address.eq(address + 1),
+                column.eq(column + 1),
+                body_column.eq(
+                    (column != body_last_column) & (body_column | (column == column_before))
+                ),
+            ]
             with m.If(column == last_column):
-                m.d.sync += [column.eq(0), line.eq(line + 1)]
+                m.d.sync += [
+                    column.eq(0),
+                    line.eq(line + 1),
+                    body_column.eq(insn.x_pad_0 == 0),
+                    body_line.eq((line != body_last_line) & (body_line | (line == line_before))),
+                ]
                 with m.If(line == last_line):
                     m.d.sync += writing.eq(0)
         m.d.comb += self.busy.eq(writing | requester.busy)

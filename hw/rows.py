@@ -46,7 +46,7 @@ class RowRequester(wiring.Component):
         self._cfg = cfg
         self._elem_bytes = tuple(elem_bytes)
         self._max_beats = max_beats
-        self._count_bits = size_bits + _log2(max(elem_bytes)) + 1
+        self._row_byte_bits = size_bits + _log2(max(elem_bytes)) + 1  # a row's byte count
         low_bits = _log2(cfg.bus_bytes // min(min(elem_bytes), cfg.bus_bytes)) or 1
         super().__init__(
             {
@@ -69,37 +69,36 @@ class RowRequester(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        m.submodules.splitter = splitter = BurstSplitter(
-            cfg, count_bits=self._count_bits, max_beats=self._max_beats
-        )
+        m.submodules.splitter = splitter = BurstSplitter(cfg, max_beats=self._max_beats)
         wiring.connect(m, splitter.burst, wiring.flipped(self.burst))
         walking = Signal()
-        row = Signal.like(self.y_size)
+        # the rows after the current one, counted down from y_size - 1 (set at the start, so no
+        # subtraction precedes the comparison that ends the walk)
+        rows_left = Signal.like(self.y_size)
         elem_addr = Signal(byte_addr_bits(cfg))
+        # The row's first and last bytes are registered as the row's element address is (the
+        # first row's from the transfer's fields, each next one a stride further), so the burst
+        # splitter takes the row's first and last beats straight from registers.
+        wide = max(byte_addr_bits(cfg), self._row_byte_bits) + 1
         byte_addr = Signal(byte_addr_bits(cfg))
-        # The row's last byte is registered as the row's address is (the first row's from the
-        # transfer's fields, each next one a stride further), so no adder lies between the
-        # row's address and the beat count the burst splitter takes.
-        wide = max(byte_addr_bits(cfg), self._count_bits) + 1
         last_byte = Signal(wide)
+        first_byte = Signal(byte_addr_bits(cfg))  # the first row's
         first_end = Signal(wide)  # one past the first row's last byte
         stride_bytes = Signal(wide)
         with m.Switch(self.kind):
             for kind, size in enumerate(self._elem_bytes):
                 with m.Case(kind):
                     m.d.comb += [
-                        byte_addr.eq(elem_addr << _log2(size)),
+                        first_byte.eq(self.dram_base << _log2(size)),
                         first_end.eq(
                             (self.dram_base << _log2(size)) + (self.x_size << _log2(size))
                         ),
                         stride_bytes.eq(self.x_stride << _log2(size)),
                     ]
         shift = _log2(cfg.bus_bytes)
-        first = byte_addr >> shift
-        beats = (last_byte >> shift) - first + 1
         m.d.comb += [
-            splitter.cmd.payload.beat.eq(first),
-            splitter.cmd.payload.beats.eq(beats),
+            splitter.cmd.payload.first.eq(byte_addr >> shift),
+            splitter.cmd.payload.last.eq(last_byte >> shift),
             self.rows.payload.addr_low.eq(elem_addr),
             self.rows.payload.count.eq(self.x_size),
             self.busy.eq(walking | splitter.busy),
@@ -108,8 +107,9 @@ class RowRequester(wiring.Component):
             with m.State("IDLE"), m.If(self.start & (self.y_size != 0) & (self.x_size != 0)):
                 m.d.sync += [
                     walking.eq(1),
-                    row.eq(0),
+                    rows_left.eq(self.y_size - 1),
                     elem_addr.eq(self.dram_base),
+                    byte_addr.eq(first_byte),
                     last_byte.eq(first_end - 1),
                 ]
                 m.next = "BURSTS"
@@ -121,11 +121,12 @@ class RowRequester(wiring.Component):
                 m.d.comb += self.rows.valid.eq(1)
                 with m.If(self.rows.ready):
                     m.d.sync += [
-                        row.eq(row + 1),
+                        rows_left.eq(rows_left - 1),
                         elem_addr.eq(elem_addr + self.x_stride),
+                        byte_addr.eq(byte_addr + stride_bytes),
                         last_byte.eq(last_byte + stride_bytes),
                     ]
-                    with m.If(row == self.y_size - 1):
+                    with m.If(rows_left == 0):
                         m.d.sync += walking.eq(0)
                         m.next = "IDLE"
                     with m.Else():

@@ -69,9 +69,16 @@ class LoopSequencer(wiring.Component):
         # Per index: the offset at the start of the current outer iteration, and the current one.
         base = {index: Signal.like(self.step.payload[index]) for index in _INDICES}
         offset = {index: Signal.like(self.step.payload[index]) for index in _INDICES}
-        last_uop = uop == loop.uop_end - 1
-        last_inner = inner == loop.iter_in - 1
-        last_outer = outer == loop.iter_out - 1
+        # Each counter's last value is registered with the loop, so no subtraction lies in the
+        # comparisons that decide the next step (and the stream's handshake fans out to).
+        final_uop, final_inner, final_outer = (
+            Signal.like(uop),
+            Signal.like(inner),
+            Signal.like(outer),
+        )
+        last_uop = uop == final_uop
+        last_inner = inner == final_inner
+        last_outer = outer == final_outer
         m.d.comb += [
             self.cmd.ready.eq(~self.busy),
             self.step.valid.eq(self.busy),
@@ -85,6 +92,9 @@ class LoopSequencer(wiring.Component):
             m.d.sync += [
                 loop.eq(c),
                 uop.eq(c.uop_bgn),
+                final_uop.eq(c.uop_end - 1),
+                final_inner.eq(c.iter_in - 1),
+                final_outer.eq(c.iter_out - 1),
                 inner.eq(0),
                 outer.eq(0),
                 self.busy.eq((c.iter_out != 0) & (c.iter_in != 0) & (c.uop_bgn < c.uop_end)),

@@ -9,7 +9,9 @@ does not have are ignored (the simulators reject them).
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from collections.abc import Callable
+
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -21,14 +23,29 @@ __all__ = ["InstructionSlot"]
 
 
 class InstructionSlot(wiring.Component):
-    """One module's instruction slot; ``prev``/``next`` say which neighbours it has."""
+    """One module's instruction slot; ``prev``/``next`` say which neighbours it has.
 
-    def __init__(self, cfg: AccelConfig, *, prev: bool, next: bool):
+    ``decode``, if given, maps an instruction word to flags (any width) that the slot registers
+    as it takes the instruction, on ``flags``: what a module starts on when ``execute`` pulses
+    is then a register, not a decoding of ``insn`` in the path from the token counters.
+    """
+
+    def __init__(
+        self,
+        cfg: AccelConfig,
+        *,
+        prev: bool,
+        next: bool,
+        decode: Callable[[Value], Value] | None = None,
+    ):
         self._layout = insn_layouts(cfg).common
         self._sides = [side for side, present in (("prev", prev), ("next", next)) if present]
+        self._decode = decode
+        flags = len(Value.cast(decode(Signal(INSN_WIDTH)))) if decode else 0
         members = {
             "cmd": In(stream.Signature(INSN_WIDTH)),
             "insn": Out(INSN_WIDTH),
+            "flags": Out(flags),
             "execute": Out(1),
             "done": In(1),
             "retire": Out(1),
@@ -53,6 +70,8 @@ class InstructionSlot(wiring.Component):
                 m.d.comb += [self.idle.eq(1), self.cmd.ready.eq(1)]
                 with m.If(self.cmd.valid):
                     m.d.sync += self.insn.eq(self.cmd.payload)
+                    if self._decode:
+                        m.d.sync += self.flags.eq(self._decode(self.cmd.payload))
                     m.next = "POP"
             with m.State("POP"), m.If(ready):
                 m.d.comb += self.execute.eq(1)

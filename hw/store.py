@@ -9,7 +9,7 @@ reader streams rows into a :class:`~hw.dma.BeatPacker`, and the beats leave on `
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,12 +47,19 @@ class Store(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
-        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=False)
+        layout = insn_layouts(cfg).mem
+
+        def runs(word: Value) -> Value:
+            """A STORE that moves rows (not a no-op)."""
+            insn = data.View(layout, word)
+            return (insn.memory_type == MemId.OUT) & (insn.x_size != 0)
+
+        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=False, decode=runs)
         wiring.connect(m, wiring.flipped(self.cmd), slot.cmd)
         wiring.connect(m, slot.prev_pop, wiring.flipped(self.g2s))
         wiring.connect(m, slot.prev_push, wiring.flipped(self.s2g))
-        insn = data.View(insn_layouts(cfg).mem, slot.insn)
-        start = slot.execute & (insn.memory_type == MemId.OUT) & (insn.x_size != 0)
+        insn = data.View(layout, slot.insn)
+        start = slot.execute & slot.flags
 
         m.submodules.requester = requester = RowRequester(
             cfg,
@@ -85,6 +92,9 @@ class Store(wiring.Component):
         line = Signal.like(insn.y_size)
         pending = Signal()  # the read port holds an element the packer has not taken
         address = Signal.like(self.out.addr)
+        # the last column and line, registered at the start so that no subtraction lies in the
+        # comparisons behind each read
+        last_column, last_line = Signal.like(column), Signal.like(line)
         advance = ~pending | packer.elem.ready
         m.d.comb += [
             self.out.addr.eq(address),
@@ -98,14 +108,16 @@ class Store(wiring.Component):
                 column.eq(0),
                 line.eq(0),
                 address.eq(insn.sram_base),
+                last_column.eq(insn.x_size - 1),
+                last_line.eq(insn.y_size - 1),
             ]
         with m.Elif(advance):
             m.d.sync += pending.eq(reading)
             with m.If(reading):
                 m.d.sync += [address.eq(address + 1), column.eq(column + 1)]
-                with m.If(column == insn.x_size - 1):
+                with m.If(column == last_column):
                     m.d.sync += [column.eq(0), line.eq(line + 1)]
-                    with m.If(line == insn.y_size - 1):
+                    with m.If(line == last_line):
                         m.d.sync += reading.eq(0)
 
         # Bursts: aw, their lengths for w's last, and the responses still owed.

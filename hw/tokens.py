@@ -38,14 +38,17 @@ class TokenCounter(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         push = self.producer.push
-        pop = self.consumer.pop & self.consumer.available
+        # ``available`` (count > 0) is a register kept with the count, not a comparison of it:
+        # the consumer's decision to start an instruction waits on it.
+        available = self.consumer.available
+        pop = self.consumer.pop & available
         full = self.count == (1 << len(self.count)) - 1
-        m.d.comb += self.consumer.available.eq(self.count != 0)
         with m.If(push & ~pop):
+            m.d.sync += available.eq(1)
             with m.If(full):
                 m.d.sync += self.overflow.eq(1)
             with m.Else():
                 m.d.sync += self.count.eq(self.count + 1)
         with m.Elif(pop & ~push):
-            m.d.sync += self.count.eq(self.count - 1)
+            m.d.sync += [self.count.eq(self.count - 1), available.eq(self.count != 1)]
         return m

@@ -126,6 +126,7 @@ def test_beat_counters_restart_at_a_launch_only():
                 await ctx.tick()
             ctx.set(dut.events.read_beat, 0)
             ctx.set(dut.events.write_beat, 0)
+            await ctx.tick()  # a beat is counted a cycle after it passes
 
         await beats(5)
         assert await read_register(ctx, bus, Register.READ_BEATS, rng) == 5
