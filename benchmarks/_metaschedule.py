@@ -61,9 +61,10 @@ def measure(
     """MetaSchedule on one layer, in a child process.
 
     Returns ``{"gflops", "trials", "tuning_s", "mcpu", "layout", "tvm"}``: the best schedule's
-    GFLOP/s, the measurements MetaSchedule recorded, the wall seconds ``tune_tir`` took, the
-    target CPU, :data:`LAYOUT` and TVM's version. Raises :class:`MetaScheduleError` with the
-    child's reason (its last line of error output) when it fails or outlives ``timeout`` s.
+    GFLOP/s, the measurements MetaSchedule recorded, the wall seconds ``tune_tir`` took (TVM's
+    start-up in it: about a minute on a loaded 2-core host), the target CPU, :data:`LAYOUT` and
+    TVM's version. Raises :class:`MetaScheduleError` with the child's reason (its last line of
+    error output) when it fails or outlives ``timeout`` s.
     """
     command = [sys.executable, __file__, "--channels", str(channels), "--size", str(size)]
     command += ["--trials", str(trials), "--threads", str(threads), "--mcpu", mcpu]
@@ -122,7 +123,9 @@ def _tune(channels: int, size: int, trials: int, threads: int, mcpu: str) -> dic
     if schedule is None:
         raise MetaScheduleError(f"no valid schedule in {recorded} trials")
     kernel = tvm.compile(schedule.mod, target=target)
-    import torch  # after tuning: TVM's first-use imports slow down with every module loaded
+    # torch after tuning: TVM parses its tensor intrinsics on first use through inspect.stack(),
+    # which takes longer with every module loaded (a minute already without torch)
+    import torch
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, channels, size, size), dtype=np.float32)
