@@ -13,25 +13,37 @@ simulation takes over ``--timeout`` seconds count as failures. Target: XGBoost <
 and numpy's matmul in the same run, at 1 and 2 threads (the 1-thread winner, and at 2 threads the
 best of it, its parallel twin, the template's default and 16 (matmul: 8) XGBoost trials measured
 at 2 threads; targets: geomean >= 1.0x PyTorch, matmul >= 0.75x numpy).
-(c) TVM's MetaSchedule, where apache-tvm is installed (the ``bench`` extra does not install it).
+(c) TVM's MetaSchedule (``_metaschedule.py``: NHWC, ``tune_tir``, in a child process), where
+apache-tvm is installed, on the CPU convolutions of (b) at 1 and 2 threads, next to our kernels
+of (b), at the same trial count: the candidate measurements behind our kernel at that thread
+count. Our 1-thread kernel is the best of its space, measured whole in (a), so MetaSchedule gets
+the space's size (64, 48, 32); our 2-thread kernel is the best of that search's winner, its
+parallel twin, the default and ``THREAD_TRIALS`` XGBoost trials measured at 2 threads, so
+MetaSchedule, which tunes at 2 threads from the start, gets the space's size + 3 +
+``THREAD_TRIALS``. MetaSchedule's space is far larger than our template's: this budget is ours,
+small for it.
 (d) ResNet-18 layers on the accelerator: default knobs vs the best of the default and
 ``--accel-trials`` XGBoost trials warm-started (transfer learning) by the records of (a).
 
 Every candidate is measured in an isolated worker process (``compiler.tune.Worker``) and
 checked against its numpy reference. CPU times depend on the host: its CPU is named.
 
-Run: ``python benchmarks/tuning.py [--targets cpu|accel|both] [--accel-trials N] [--timeout S]``
-(``--targets cpu`` re-times the CPU parts alone, on a machine otherwise idle; a partial run
-writes ``results/tuning_cpu.json`` or ``results/tuning_accel.json``).
+Run: ``python benchmarks/tuning.py [--targets cpu|accel|metaschedule|both] [--accel-trials N]
+[--timeout S] [--metaschedule-threads T ...]`` (``--targets cpu`` re-times the CPU parts (a) to
+(c) alone, on a machine otherwise idle; ``--targets metaschedule`` re-times part (c) alone,
+without our kernels' columns; a partial run writes ``results/tuning_{targets}.json``, never
+``results/tuning.json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
+import _metaschedule
 import numpy as np
 import torch
 from _harness import best_of, cpu_name, report
@@ -41,6 +53,7 @@ from threadpoolctl import threadpool_limits
 from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.ops import RESNET18_LAYERS, ConvLayer
+from compiler.codegen import Target
 from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block
 from compiler.tune import (
     MeasureOptions,
@@ -70,6 +83,16 @@ ACCEL_SEARCH = (
 ACCEL_LAYERS = ("C6", "C11", "C12")
 ACCEL_COLUMNS = ["layer", "space", "default cycles", "tuned cycles", "speed-up"]
 VERSUS_COLUMNS = ["workload", "threads", "ours GFLOP/s", "peer", "peer GFLOP/s", "ours/peer"]
+METASCHEDULE_COLUMNS = [
+    "workload",
+    "threads",
+    "trials",
+    "ours GFLOP/s",
+    "MetaSchedule GFLOP/s",
+    "ours/MetaSchedule",
+    "MetaSchedule trials",
+    "MetaSchedule tuning s",
+]
 SEARCH_COLUMNS = [
     "target",
     "workload",
@@ -83,6 +106,8 @@ SEARCH_COLUMNS = [
 ]
 WITHIN = 1.05
 BATCH = 8
+#: XGBoost trials at 2 threads per CPU convolution in part (b).
+THREAD_TRIALS = 16
 
 
 class Memo:
@@ -215,7 +240,7 @@ def _row(target, name, size, best, unit, random, xgb, warm) -> list:
     return row
 
 
-def thread_winners(worker: Worker, space: Space, winner: int, trials: int = 16) -> dict:
+def thread_winners(worker: Worker, space: Space, winner: int, trials: int = THREAD_TRIALS) -> dict:
     """The best candidate per thread count: at 1 thread ``winner``; at 2 the best of it, its
     parallel twin (the ``parallel`` knob, which cannot matter at 1 thread, switched on), the
     template's default for the target and ``trials`` XGBoost trials, all measured at 2
@@ -263,6 +288,47 @@ def _conv_versus(rng, name: str, channels: int, size: int, space: Space, picks: 
     return rows
 
 
+def ours_trials(space: Space, threads: int) -> int:
+    """The candidate measurements behind our kernel at ``threads`` (1 or 2): the whole space at
+    1 thread (part a); at 2 threads also the winner, its parallel twin, the default and
+    ``THREAD_TRIALS`` XGBoost trials (part b; at most, as a pick measured before is not
+    measured again)."""
+    return len(space) + (0 if threads == 1 else 3 + THREAD_TRIALS)
+
+
+def metaschedule_rows(versus: list, threads: list[int]) -> tuple[list, dict]:
+    """Part (c): MetaSchedule on each CPU convolution at each of ``threads``, at our trial count
+    (:func:`ours_trials`), next to our GFLOP/s in ``versus`` (part b; "-" where it has none). A
+    layer whose MetaSchedule child fails gets a "failed: reason" row. Also what the rows need
+    said: target, layout, TVM's version, the load average before and after."""
+    if not _metaschedule.available():
+        return [], {"note": "not measured: apache-tvm is not installed here"}
+    ours = {(row[0], row[1]): row[2] for row in versus}
+    mcpu = Target.host().cpu
+    load_before, rows, versions = os.getloadavg(), [], set()
+    for count in threads:
+        for name, channels, size in CPU_CONVS:
+            trials = ours_trials(Space(cpu_conv_task(channels, size)), count)
+            mine = ours.get((name, count), "-")
+            try:
+                got = _metaschedule.measure(channels, size, trials, count, mcpu)
+            except _metaschedule.MetaScheduleError as error:
+                row = [name, count, trials, mine, f"failed: {error}", "-", "-", "-"]
+            else:
+                versions.add(got["tvm"])
+                ratio = mine / got["gflops"] if isinstance(mine, float) else "-"
+                row = [name, count, trials, mine, got["gflops"], ratio, got["trials"]]
+                row.append(got["tuning_s"])
+            rows.append(row)
+            print("measured:", *row, flush=True)  # minutes per layer: each row as it is done
+    return rows, {
+        "target": f"llvm -mcpu={mcpu} ({cpu_name()})",
+        "layout": _metaschedule.LAYOUT,
+        "tvm": sorted(versions),
+        "load_average_before_after": (load_before, os.getloadavg()),
+    }
+
+
 def matmul_rows(worker: Worker, n: int = 512, trials: int = 32) -> list:
     a_t, b_t = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
     space = Space(Task.of(MATMUL, a_t, b_t))
@@ -303,18 +369,30 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=4.0, help="seconds per accel candidate")
     parser.add_argument(
         "--targets",
-        choices=("cpu", "accel", "both"),
+        choices=("cpu", "accel", "metaschedule", "both"),
         default="both",
-        help="cpu: parts (a) and (b) on the CPU; accel: parts (a) and (d); both (default)",
+        help="cpu: parts (a) to (c) on the CPU; accel: parts (a) and (d); metaschedule: part "
+        "(c) alone; both (default)",
+    )
+    parser.add_argument(
+        "--metaschedule-threads",
+        type=int,
+        nargs="+",
+        choices=(1, 2),
+        default=[1, 2],
+        help="thread counts of part (c)",
     )
     args = parser.parse_args()
-    search, versus, accel = [], [], []
+    search, versus, accel, meta = [], [], [], []
+    meta_note: dict = {"note": "not measured: --targets accel"}
     worker = Worker()
     try:
         if args.targets in ("cpu", "both"):
             rows, winners = cpu_search_rows(worker)
             search += rows
             versus = versus_rows(worker, winners) + matmul_rows(worker)
+        if args.targets in ("cpu", "metaschedule", "both"):
+            meta, meta_note = metaschedule_rows(versus, args.metaschedule_threads)
         if args.targets in ("accel", "both"):
             rows, records = accel_search_rows(worker, args)
             search += rows
@@ -334,7 +412,9 @@ def main() -> None:
         versus=versus,
         accel_columns=ACCEL_COLUMNS,
         accel=accel,
-        metaschedule=_metaschedule_note(),
+        metaschedule_columns=METASCHEDULE_COLUMNS,
+        metaschedule=meta,
+        metaschedule_about=meta_note,
     )
     if versus:
         _print("tuned vs peers", VERSUS_COLUMNS, versus)
@@ -344,18 +424,12 @@ def main() -> None:
                 f"{threads} thread(s): geomean tuned conv / PyTorch "
                 f"{math.prod(convs) ** (1 / len(convs)):.2f}x (target >= 1.0x)"
             )
+    if meta:
+        _print("tuned vs MetaSchedule at the same trial count", METASCHEDULE_COLUMNS, meta)
     if accel:
         _print("ResNet-18 on the accelerator: tuned vs default knobs", ACCEL_COLUMNS, accel)
-    print(f"MetaSchedule: {_metaschedule_note()}")
+    print(f"MetaSchedule: {meta_note}")
     print(f"CPU: {cpu_name()}")
-
-
-def _metaschedule_note() -> str:
-    try:
-        import tvm  # noqa: F401
-    except ImportError:
-        return "not measured: apache-tvm is not installed here"
-    return "not measured: this harness does not drive MetaSchedule yet"
 
 
 def _print(title: str, columns: list[str], rows: list) -> None:
