@@ -6,7 +6,8 @@ candidate is timed as AutoTVM's ``LocalRunner`` does: ``repeat`` measurements, e
 over ``number`` calls, ``number`` raised until one measurement lasts ``min_repeat_ms``; its cost
 is the fastest measurement, in seconds. An accelerator candidate runs once on the cycle-level
 simulator (``device``: its cycles are deterministic); its cost is the cycle count. Either way
-the output is compared with the task's numpy reference first: a wrong answer is an error.
+the output is compared with the task's numpy reference first (on one BLAS thread, so that no
+BLAS thread is left spinning beside the timed calls): a wrong answer is an error.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from compiler.accel.env import Env
 from compiler.build import build
@@ -133,7 +135,11 @@ def measure_candidate(task: Task, config: Mapping[str, Any], options: MeasureOpt
     except Exception:
         return failed("runtime", traceback.format_exc(limit=3))
     if options.check and task.reference is not None:
-        expected = task.reference(*inputs, **dict(task.params))
+        # On one BLAS thread: a multi-threaded BLAS leaves its threads spinning for a while
+        # after a call, and a candidate timed on several threads right after it would share
+        # the cores with them (a 2-thread conv measured no faster than on one thread).
+        with threadpool_limits(limits=1):
+            expected = task.reference(*inputs, **dict(task.params))
         if not _matches(output, np.asarray(expected)):
             wrong = int(np.sum(output != expected))
             return failed("wrong_answer", f"{wrong} of {output.size} output elements differ")

@@ -4,12 +4,14 @@ accelerator candidates measured on the RTL at the cycles the cycle-level model p
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from compiler import build
+from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.ops import ConvLayer
 from compiler.expr import DType
-from compiler.tune import MeasureOptions, Space, conv_layer_task, measure_candidate, tune
+from compiler.ops import MATMUL
+from compiler.tune import MeasureOptions, Space, Task, conv_layer_task, measure_candidate, tune
 from compiler.tune.measure import random_inputs
 from isa import AccelConfig
 from runtime import open_device
@@ -63,6 +65,24 @@ def test_cpu_candidates_match_numpy_and_report_positive_times():
         result = measure_candidate(task, space.config(index), MeasureOptions(repeat=2))
         assert result.ok, result.message
         assert len(result.costs) == 2 and min(result.costs) > 0
+
+
+def test_the_reference_runs_on_one_blas_thread_so_none_spins_beside_the_timed_calls():
+    """A multi-threaded BLAS call leaves its threads spinning; a candidate timed on two threads
+    right after it measured no faster than on one. The reference must see one BLAS thread."""
+    seen: list[list[int]] = []
+
+    def reference(a, b):
+        seen.append([pool["num_threads"] for pool in threadpool_info()])
+        return a @ b
+
+    a, b = te.placeholder((32, 32), name="A"), te.placeholder((32, 32), name="B")
+    task = Task.of(MATMUL, a, b, reference=reference)
+    result = measure_candidate(task, Space(task).config(0), MeasureOptions(repeat=1, threads=2))
+    assert result.ok, result.message
+    assert seen and seen[0] and all(threads == 1 for threads in seen[0])
+    with threadpool_limits(limits=2):  # the check means something: BLAS has threads to limit
+        assert any(pool["num_threads"] > 1 for pool in threadpool_info())
 
 
 def test_accelerator_candidates_are_checked_and_give_cycles():
