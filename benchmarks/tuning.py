@@ -29,7 +29,7 @@ Every candidate is measured in an isolated worker process (``compiler.tune.Worke
 checked against its numpy reference. CPU times depend on the host: its CPU is named.
 
 Run: ``python benchmarks/tuning.py [--targets cpu|accel|metaschedule|both] [--accel-trials N]
-[--timeout S] [--metaschedule-threads T ...]`` (``--targets cpu`` re-times the CPU parts (a) to
+[--timeout S] [--metaschedule-threads [T ...]]`` (``--targets cpu`` re-times the CPU parts (a) to
 (c) alone, on a machine otherwise idle; ``--targets metaschedule`` re-times part (c) alone,
 without our kernels' columns; a partial run writes ``results/tuning_{targets}.json``, never
 ``results/tuning.json``).
@@ -382,21 +382,21 @@ def main() -> None:
     parser.add_argument(
         "--metaschedule-threads",
         type=int,
-        nargs="+",
+        nargs="*",
         choices=(1, 2),
         default=[1, 2],
-        help="thread counts of part (c)",
+        help="thread counts of part (c); none: skip it (--targets cpu then re-times (a), (b))",
     )
     args = parser.parse_args()
     search, versus, accel, meta = [], [], [], []
-    meta_note: dict = {"note": "not measured: --targets accel"}
+    meta_note: dict = {"note": "not measured: --targets accel or no --metaschedule-threads"}
     worker = Worker()
     try:
         if args.targets in ("cpu", "both"):
             rows, winners = cpu_search_rows(worker)
             search += rows
             versus = versus_rows(worker, winners) + matmul_rows(worker)
-        if args.targets in ("cpu", "metaschedule", "both"):
+        if args.targets in ("cpu", "metaschedule", "both") and args.metaschedule_threads:
             meta, meta_note = metaschedule_rows(versus, args.metaschedule_threads)
         if args.targets in ("accel", "both"):
             rows, records = accel_search_rows(worker, args)
