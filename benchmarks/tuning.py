@@ -103,6 +103,7 @@ SEARCH_COLUMNS = [
     "xgb/random",
     "xgb warm trials",
     "warm/random",
+    "failed",
 ]
 WITHIN = 1.05
 BATCH = 8
@@ -202,7 +203,8 @@ def _search_group(
         random = [run_tuner(RandomTuner(space, s), memo, len(space)) for s in range(random_seeds)]
         xgb = [run_tuner(XGBTuner(space, s), memo, len(space)) for s in range(3)]
         warm = [run_tuner(XGBTuner(space, s, transfer=others), memo, len(space)) for s in range(3)]
-        rows.append(_row(target, name, len(space), best, unit, random, xgb, warm))
+        failed = sum(not math.isfinite(c) for c in memo.costs.values())
+        rows.append(_row(target, name, len(space), best, unit, random, xgb, warm, failed))
     return rows
 
 
@@ -233,9 +235,11 @@ def resnet_rows(worker: Worker, records: list, args) -> list:
     return rows
 
 
-def _row(target, name, size, best, unit, random, xgb, warm) -> list:
+def _row(target, name, size, best, unit, random, xgb, warm, failed) -> list:
+    """One row of part (a); ``failed``: the space's candidates that failed or timed out (they
+    count as never good, so a timeout under load can change every figure of the row)."""
     r, x, w = (_mean_trials(runs, best) for runs in (random, xgb, warm))
-    row = [target, name, size, f"{best:.4g} {unit}", r, x, x / r, w, w / r]
+    row = [target, name, size, f"{best:.4g} {unit}", r, x, x / r, w, w / r, failed]
     print("measured:", *row, flush=True)  # long runs: each row as it is done
     return row
 
