@@ -29,7 +29,7 @@ once the pipeline has drained, so the window never spans two instructions.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -79,7 +79,14 @@ class Compute(wiring.Component):
         cfg = self._cfg
         layouts, rows = insn_layouts(cfg), row_layouts(cfg)
 
-        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=True)
+        def starts(word: Value) -> Value:
+            """Flags of what the instruction starts: a LOAD that moves rows, a loop."""
+            common, mem = data.View(layouts.common, word), data.View(layouts.mem, word)
+            loads = is_any(mem.memory_type, load_types(Stage.COMPUTE)) & (mem.x_size != 0)
+            loops = (common.opcode == Opcode.GEMM) | (common.opcode == Opcode.ALU)
+            return Cat((common.opcode == Opcode.LOAD) & loads, loops)
+
+        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=True, decode=starts)
         wiring.connect(m, wiring.flipped(self.cmd), slot.cmd)
         wiring.connect(m, slot.prev_pop, wiring.flipped(self.l2g))
         wiring.connect(m, slot.prev_push, wiring.flipped(self.g2l))
@@ -103,14 +110,12 @@ class Compute(wiring.Component):
         mem_insn = data.View(layouts.mem, slot.insn)
         gemm_insn = data.View(layouts.gemm, slot.insn)
         alu_insn = data.View(layouts.alu, slot.insn)
-        is_load = common.opcode == Opcode.LOAD
         is_gemm = common.opcode == Opcode.GEMM
         is_alu = common.opcode == Opcode.ALU
-        local_type = is_any(mem_insn.memory_type, load_types(Stage.COMPUTE))
         m.d.comb += [
             loader.insn.eq(mem_insn),
-            loader.start.eq(slot.execute & is_load & local_type & (mem_insn.x_size != 0)),
-            sequencer.cmd.valid.eq(slot.execute & (is_gemm | is_alu)),
+            loader.start.eq(slot.execute & slot.flags[0]),
+            sequencer.cmd.valid.eq(slot.execute & slot.flags[1]),
             self.finish.eq(slot.retire & (common.opcode == Opcode.FINISH)),
             self.idle.eq(slot.idle),
         ]
