@@ -5,7 +5,7 @@ buffers the top level owns. GEMM and ALU steps come from the :class:`~hw.sequenc
 and flow down one pipeline without stalls (Sn: n cycles after the step leaves the sequencer;
 C1, C2: a step's two computing stages)::
 
-    S0 micro-op read     S1 indices = micro-op + offsets     S2 INP/WGT read
+    S0 micro-op read     S1 micro-op registered     S2 indices = micro-op + offsets: INP/WGT read
     S3 the INP/WGT rows registered
     GEMM:       S4 rows -> GemmCore (latency L) -> C1 = S4+L: ACC[d] + dot products registered
                 -> C2 -> S6+L write                                   (ACC[d] read in S2+L)
@@ -131,21 +131,23 @@ class Compute(wiring.Component):
         gemm_stage = _CORE_STAGE + gemm.latency  # a GEMM step's dot products leave the core
         last = gemm_stage + 2  # its write stage: every step, ALU too, runs through them all
         valid = [step.valid & step.ready] + [Signal(name=f"v{n}") for n in range(1, last + 1)]
-        offsets = Signal.like(step.payload)
+        # The micro-op read in S1 and the step's offsets are registered, and S2 adds them: the
+        # BRAM's output (an ECP5's DP16KD takes nearly 6 ns from its clock) feeds a register.
+        offsets = [None, Signal.like(step.payload, name="o1"), Signal.like(step.payload, name="o2")]
         m.d.comb += [
             step.ready.eq(~(vector & valid[1])),
             uop_rd.addr.eq(step.payload.uop),
         ]
-        m.d.sync += offsets.eq(step.payload)
-        uop = data.View(layouts.uop, uop_rd.data)
+        uop = Signal(layouts.uop)
+        m.d.sync += [offsets[1].eq(step.payload), offsets[2].eq(offsets[1]), uop.eq(uop_rd.data)]
         dst = [None, None, Signal.like(uop.dst_idx, name="d2")]
         dst += [Signal.like(dst[2], name=f"d{n}") for n in range(3, gemm_stage + 1)]
-        s2 = Signal.like(offsets.src)
+        s2 = Signal.like(offsets[2].src)
         w2 = Signal.like(uop.wgt_idx)
-        m.d.sync += [
-            dst[2].eq(uop.dst_idx + offsets.dst),
-            s2.eq(uop.src_idx + offsets.src),
-            w2.eq(uop.wgt_idx + offsets.wgt),
+        m.d.comb += [
+            dst[2].eq(uop.dst_idx + offsets[2].dst),
+            s2.eq(uop.src_idx + offsets[2].src),
+            w2.eq(uop.wgt_idx + offsets[2].wgt),
         ]
         for n in range(1, last + 1):
             m.d.sync += valid[n].eq(valid[n - 1])
