@@ -87,7 +87,7 @@ def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
     name = f"vtaforge_{cfg.fingerprint}"
     textcfg, bitstream, lpf = f"{name}.config", f"{name}.bit", "board.lpf"
     (directory / lpf).write_text(constraints(device, cfg.clock_mhz))
-    text = harness_verilog_text(cfg, axi=True)
+    text = harness_verilog_text(cfg, axi=True, part=target)
     seconds: dict[str, float] = {}
     _timed(seconds, "yosys", lambda: synthesize(text, HARNESS_NAME, target, directory))
     report = _timed(

@@ -1,15 +1,22 @@
 """The read arbiter: several read clients share the memory port's ``ar``/``r`` channels.
 
-Bursts are granted round-robin; a granted burst's client index enters a FIFO, and the data
-beats, which the memory returns in request order, go to the client at its head until the beat
-marked ``last``. A client must accept every beat of each burst it requests without waiting on
-another client (the read clients here either write SRAM or reserve buffer space before asking).
+Bursts are granted round-robin; a granted burst's client enters the route queue (a FIFO, one
+flag per client in each of its ``outstanding`` registers, the head in the first: the beats' routing
+decodes nothing), and the data beats, which the memory returns in request order, go to the
+client at its head until the beat marked ``last``. A client must accept every beat of each burst
+it requests without waiting on another client (the read clients here either write SRAM or reserve
+buffer space before asking).
+
+A client's ``ar.ready`` is its turn (the grant it gets whenever it requests) with the bus's
+ready, whatever its own ``ar.valid``: as a stream's ready may be, and as no client looks at it
+without its valid. So no path runs from a client's request, through the arbitration, back to its
+own handshake.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Signal
-from amaranth.lib import fifo, wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.memport import ReadClientSignature
@@ -35,9 +42,11 @@ class ReadArbiter(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         n = self._count
-        m.submodules.route = route = fifo.SyncFIFO(
-            width=max(1, (n - 1).bit_length()), depth=self._outstanding
-        )
+        # route[k]: the client of the k-th oldest burst in flight, one flag per client (none
+        # set past the last): as a SyncFIFO, a burst pushed is at the head a cycle later
+        route = [Signal(n, name=f"route{k}") for k in range(self._outstanding)]
+        room = ~route[-1].any()
+        push, pop = Signal(), Signal()
         bus = self.bus
         previous = Signal(range(n))
         grant = Signal(range(n))
@@ -57,27 +66,46 @@ class ReadArbiter(wiring.Component):
                             m.d.comb += [grant.eq(index), requesting.eq(1)]
         requests = Array(client.ar.payload for client in self.clients)
         m.d.comb += [
-            bus.ar.valid.eq(requesting & route.w_rdy),
+            bus.ar.valid.eq(requesting & room),
             bus.ar.payload.eq(requests[grant]),
-            route.w_data.eq(grant),
-            route.w_en.eq(bus.ar.valid & bus.ar.ready),
+            push.eq(bus.ar.valid & bus.ar.ready),
         ]
+        # turn[i]: client i has the grant if it requests (the held one, or none ahead of it in
+        # the round-robin order requests)
+        turn = [Signal(name=f"turn{index}") for index in range(n)]
+        with m.If(holding):
+            m.d.comb += [turn[index].eq(held == index) for index in range(n)]
+        with m.Else(), m.Switch(previous):
+            for start in range(n):
+                with m.Case(start):
+                    order = [(start + step) % n for step in range(1, n + 1)]
+                    for position, index in enumerate(order):
+                        ahead = [self.clients[other].ar.valid for other in order[:position]]
+                        m.d.comb += turn[index].eq(~Cat(*ahead).any() if ahead else 1)
         for index, client in enumerate(self.clients):
-            m.d.comb += client.ar.ready.eq(route.w_en & (grant == index))
-        with m.If(route.w_en):
+            m.d.comb += client.ar.ready.eq(bus.ar.ready & room & turn[index])
+        with m.If(push):
             m.d.sync += [previous.eq(grant), holding.eq(0)]
         with m.Elif(bus.ar.valid):
             m.d.sync += [held.eq(grant), holding.eq(1)]
 
-        head = route.r_data
-        readies = Array(client.r.ready for client in self.clients)
+        head = route[0]
+        readies = Cat(client.r.ready for client in self.clients)
         for index, client in enumerate(self.clients):
             m.d.comb += [
                 client.r.payload.eq(bus.r.payload),
-                client.r.valid.eq(bus.r.valid & route.r_rdy & (head == index)),
+                client.r.valid.eq(bus.r.valid & head[index]),
             ]
         m.d.comb += [
-            bus.r.ready.eq(route.r_rdy & readies[head]),
-            route.r_en.eq(bus.r.valid & bus.r.ready & bus.r.payload.last),
+            bus.r.ready.eq((head & readies).any()),
+            pop.eq(bus.r.valid & bus.r.ready & bus.r.payload.last),
         ]
+        # A pop shifts the queue down; a push fills the first free register after it.
+        shifted = [
+            Mux(pop, later, here) for here, later in zip(route, [*route[1:], 0], strict=True)
+        ]
+        granted = Cat(grant == index for index in range(n))
+        for k, register in enumerate(shifted):
+            first_free = ~register.any() & (1 if k == 0 else shifted[k - 1].any())
+            m.d.sync += route[k].eq(Mux(push & first_free, granted, register))
         return m

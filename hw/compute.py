@@ -5,7 +5,7 @@ buffers the top level owns. GEMM and ALU steps come from the :class:`~hw.sequenc
 and flow down one pipeline without stalls (Sn: n cycles after the step leaves the sequencer;
 C1, C2: a step's two computing stages)::
 
-    S0 micro-op read     S1 indices = micro-op + offsets     S2 INP/WGT read
+    S0 micro-op read     S1 micro-op registered     S2 indices = micro-op + offsets: INP/WGT read
     S3 the INP/WGT rows registered
     GEMM:       S4 rows -> GemmCore (latency L) -> C1 = S4+L: ACC[d] + dot products registered
                 -> C2 -> S6+L write                                   (ACC[d] read in S2+L)
@@ -29,7 +29,7 @@ once the pipeline has drained, so the window never spans two instructions.
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -79,7 +79,14 @@ class Compute(wiring.Component):
         cfg = self._cfg
         layouts, rows = insn_layouts(cfg), row_layouts(cfg)
 
-        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=True)
+        def starts(word: Value) -> Value:
+            """Flags of what the instruction starts: a LOAD that moves rows, a loop."""
+            common, mem = data.View(layouts.common, word), data.View(layouts.mem, word)
+            loads = is_any(mem.memory_type, load_types(Stage.COMPUTE)) & (mem.x_size != 0)
+            loops = (common.opcode == Opcode.GEMM) | (common.opcode == Opcode.ALU)
+            return Cat((common.opcode == Opcode.LOAD) & loads, loops)
+
+        m.submodules.slot = slot = InstructionSlot(cfg, prev=True, next=True, decode=starts)
         wiring.connect(m, wiring.flipped(self.cmd), slot.cmd)
         wiring.connect(m, slot.prev_pop, wiring.flipped(self.l2g))
         wiring.connect(m, slot.prev_push, wiring.flipped(self.g2l))
@@ -103,14 +110,12 @@ class Compute(wiring.Component):
         mem_insn = data.View(layouts.mem, slot.insn)
         gemm_insn = data.View(layouts.gemm, slot.insn)
         alu_insn = data.View(layouts.alu, slot.insn)
-        is_load = common.opcode == Opcode.LOAD
         is_gemm = common.opcode == Opcode.GEMM
         is_alu = common.opcode == Opcode.ALU
-        local_type = is_any(mem_insn.memory_type, load_types(Stage.COMPUTE))
         m.d.comb += [
             loader.insn.eq(mem_insn),
-            loader.start.eq(slot.execute & is_load & local_type & (mem_insn.x_size != 0)),
-            sequencer.cmd.valid.eq(slot.execute & (is_gemm | is_alu)),
+            loader.start.eq(slot.execute & slot.flags[0]),
+            sequencer.cmd.valid.eq(slot.execute & slot.flags[1]),
             self.finish.eq(slot.retire & (common.opcode == Opcode.FINISH)),
             self.idle.eq(slot.idle),
         ]
@@ -126,21 +131,23 @@ class Compute(wiring.Component):
         gemm_stage = _CORE_STAGE + gemm.latency  # a GEMM step's dot products leave the core
         last = gemm_stage + 2  # its write stage: every step, ALU too, runs through them all
         valid = [step.valid & step.ready] + [Signal(name=f"v{n}") for n in range(1, last + 1)]
-        offsets = Signal.like(step.payload)
+        # The micro-op read in S1 and the step's offsets are registered, and S2 adds them: the
+        # BRAM's output (an ECP5's DP16KD takes nearly 6 ns from its clock) feeds a register.
+        offsets = [None, Signal.like(step.payload, name="o1"), Signal.like(step.payload, name="o2")]
         m.d.comb += [
             step.ready.eq(~(vector & valid[1])),
             uop_rd.addr.eq(step.payload.uop),
         ]
-        m.d.sync += offsets.eq(step.payload)
-        uop = data.View(layouts.uop, uop_rd.data)
+        uop = Signal(layouts.uop)
+        m.d.sync += [offsets[1].eq(step.payload), offsets[2].eq(offsets[1]), uop.eq(uop_rd.data)]
         dst = [None, None, Signal.like(uop.dst_idx, name="d2")]
         dst += [Signal.like(dst[2], name=f"d{n}") for n in range(3, gemm_stage + 1)]
-        s2 = Signal.like(offsets.src)
+        s2 = Signal.like(offsets[2].src)
         w2 = Signal.like(uop.wgt_idx)
-        m.d.sync += [
-            dst[2].eq(uop.dst_idx + offsets.dst),
-            s2.eq(uop.src_idx + offsets.src),
-            w2.eq(uop.wgt_idx + offsets.wgt),
+        m.d.comb += [
+            dst[2].eq(uop.dst_idx + offsets[2].dst),
+            s2.eq(uop.src_idx + offsets[2].src),
+            w2.eq(uop.wgt_idx + offsets[2].wgt),
         ]
         for n in range(1, last + 1):
             m.d.sync += valid[n].eq(valid[n - 1])

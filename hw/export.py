@@ -14,6 +14,10 @@ so nothing is optimized away and the paths measured are the accelerator's (a pat
 ends at a register just outside it, as a register slice of a Zynq interconnect would take it).
 The ECP5 resource estimate (:mod:`hw.resources`) places the core in it; the ULX3S board build
 (:mod:`fpga.ecp5`) the AXI top.
+
+Given a ``part`` (:mod:`hw.parts`), the export elaborates for it (as Amaranth's ``platform``):
+the GEMM core then packs its products only where the part's multiplier holds a packed operand
+(:class:`hw.gemm.GemmCore`); the results and the cycles are the same.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from amaranth.hdl import Cat, ClockDomain, Elaboratable, Module, Signal, Value, 
 from amaranth.lib.wiring import Component, Flow
 
 from hw.axi_top import AxiAccelerator
+from hw.parts import Part
 from hw.top import Accelerator
 from isa import AccelConfig
 
@@ -45,21 +50,22 @@ AXI_TOP_NAME = "vtaforge_axi"
 HARNESS_NAME = "vtaforge_harness"
 
 
-def verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
+def verilog_text(cfg: AccelConfig, *, axi: bool = False, part: Part | None = None) -> str:
     """The Verilog source for ``cfg``: the accelerator (module :data:`TOP_NAME`), or with
-    ``axi`` the AXI top level (module :data:`AXI_TOP_NAME`)."""
+    ``axi`` the AXI top level (module :data:`AXI_TOP_NAME`), elaborated for ``part``."""
     if not axi:
-        return verilog.convert(Accelerator(cfg), name=TOP_NAME, emit_src=False)
+        return verilog.convert(Accelerator(cfg), name=TOP_NAME, platform=part, emit_src=False)
     top = _AxiClocked(AxiAccelerator(cfg))
-    return verilog.convert(top, name=AXI_TOP_NAME, ports=top.ports(), emit_src=False)
+    return verilog.convert(top, name=AXI_TOP_NAME, platform=part, ports=top.ports(), emit_src=False)
 
 
-def harness_verilog_text(cfg: AccelConfig, *, axi: bool = False) -> str:
+def harness_verilog_text(cfg: AccelConfig, *, axi: bool = False, part: Part | None = None) -> str:
     """The Verilog of ``Accelerator(cfg)`` (with ``axi``: of the AXI top level) inside the
-    place-and-route harness (module :data:`HARNESS_NAME`; see the module docstring)."""
+    place-and-route harness (module :data:`HARNESS_NAME`; see the module docstring),
+    elaborated for ``part``."""
     harness = _Harness(AxiAccelerator(cfg) if axi else Accelerator(cfg))
     ports = [harness.stimulus, harness.led]
-    return verilog.convert(harness, name=HARNESS_NAME, ports=ports, emit_src=False)
+    return verilog.convert(harness, name=HARNESS_NAME, platform=part, ports=ports, emit_src=False)
 
 
 def write_verilog(cfg: AccelConfig, path: str | Path, *, axi: bool = False) -> int:

@@ -8,7 +8,10 @@ fit the accumulator) leave :attr:`GemmCore.latency` cycles later.
 Where the configuration packs DSPs (:attr:`isa.AccelConfig.gemm_packed_pairs`), the products of
 output lanes ``2k`` and ``2k + 1`` with the same input element come from one multiplier, a
 :class:`PackedMultiplier`, and are unpacked before the adder tree: the same values on the same
-cycle, from half the DSP slices.
+cycle, from half the DSP slices. Elaborated for a :class:`hw.parts.Part` (Amaranth's
+``platform``: :mod:`hw.export` passes the part it exports for) the core packs only where that
+part's multiplier holds a packed operand: an ECP5's 18 x 18 MULT18X18D does not, and its packed
+product would take two of them and an adder in the fabric, where two products take two and none.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.layouts import row_layouts
+from hw.parts import Part
 from isa import AccelConfig, ConfigError
 
 __all__ = ["GemmCore", "PackedMultiplier", "dot_layout"]
@@ -106,8 +110,11 @@ class GemmCore(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         cfg = self._cfg
+        pairs = cfg.gemm_packed_pairs
+        if isinstance(platform, Part):
+            pairs = min(pairs, cfg.gemm_pairs_packed_by(*platform.multiplier))
         for b in range(cfg.batch):
-            products = self._products(m, b)
+            products = self._products(m, b, pairs)
             for o in range(cfg.block_out):
                 terms = [products[o, i] for i in range(cfg.block_in)]
                 level = 0
@@ -125,15 +132,15 @@ class GemmCore(wiring.Component):
                 m.d.comb += self.dot[b][o].eq(terms[0])
         return m
 
-    def _products(self, m: Module, b: int) -> dict[tuple[int, int], Signal]:
+    def _products(self, m: Module, b: int, pairs: int) -> dict[tuple[int, int], Signal]:
         """The registered products ``inp[b][i] * wgt[o][i]`` of batch row ``b`` by ``(o, i)``:
-        lanes ``2k`` and ``2k + 1`` below ``2 * gemm_packed_pairs`` from packed multipliers,
-        the others from one multiplier each."""
+        lanes ``2k`` and ``2k + 1`` below ``2 * pairs`` from packed multipliers, the others
+        from one multiplier each."""
         cfg = self._cfg
         inp, wgt = self.inp[b], self.wgt
         products: dict[tuple[int, int], Signal] = {}
         for i in range(cfg.block_in):
-            for k in range(cfg.gemm_packed_pairs):
+            for k in range(pairs):
                 pair = m.submodules[f"pack_{b}_{2 * k}_{i}"] = PackedMultiplier(cfg)
                 m.d.comb += [
                     pair.x.eq(inp[i]),
@@ -141,7 +148,7 @@ class GemmCore(wiring.Component):
                     pair.w1.eq(wgt[2 * k + 1][i]),
                 ]
                 products[2 * k, i], products[2 * k + 1, i] = pair.p0, pair.p1
-            for o in range(2 * cfg.gemm_packed_pairs, cfg.block_out):
+            for o in range(2 * pairs, cfg.block_out):
                 product = Signal(signed(cfg.inp_width + cfg.wgt_width), name=f"p_{b}_{o}_{i}")
                 m.d.sync += product.eq(inp[i] * wgt[o][i])
                 products[o, i] = product

@@ -3,12 +3,17 @@
 BRAM is counted in 36 Kb blocks (each holds two 18 Kb halves; an ECP5's 18 Kb DP16KD is half
 of one). ``family`` is the yosys ``synth_xilinx -family`` name of a Xilinx part's architecture,
 or ``ecp5`` for a Lattice ECP5, which yosys ``synth_ecp5`` maps and nextpnr-ecp5 places and
-routes (``nextpnr`` holds the part's device, package and speed-grade options).
+routes (``nextpnr`` holds the part's device, package and speed-grade options). ``multiplier``
+is the signed operand widths of one hard multiplier (a DSP slice's, or an ECP5's MULT18X18D): the
+GEMM core packs two products into one only where it holds the packed operand
+(:class:`hw.gemm.GemmCore`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from isa import DSP_A_BITS, DSP_B_BITS
 
 __all__ = ["PARTS", "Part", "part"]
 
@@ -24,6 +29,7 @@ class Part:
     dsp: int
     bram36: int
     boards: str
+    multiplier: tuple[int, int] = (DSP_A_BITS, DSP_B_BITS)
     nextpnr: tuple[str, ...] = ()
 
 
@@ -32,7 +38,16 @@ PARTS: dict[str, Part] = {
     for p in (
         Part("xc7z020", "xc7", lut=53_200, ff=106_400, dsp=220, bram36=140, boards="PYNQ-Z1/Z2"),
         Part("xc7z010", "xc7", lut=17_600, ff=35_200, dsp=80, bram36=60, boards="Zybo Z7-10"),
-        Part("xczu3eg", "xcup", lut=70_560, ff=141_120, dsp=360, bram36=216, boards="Ultra96"),
+        Part(
+            "xczu3eg",
+            "xcup",
+            lut=70_560,
+            ff=141_120,
+            dsp=360,
+            bram36=216,
+            boards="Ultra96",
+            multiplier=(27, 18),  # a DSP48E2's
+        ),
         # LFE5U-85F: 83,640 LUT4 and as many flip-flops, 156 18x18 multipliers (MULT18X18D),
         # 208 DP16KD block RAMs of 18 Kb.
         Part(
@@ -43,6 +58,7 @@ PARTS: dict[str, Part] = {
             dsp=156,
             bram36=104,
             boards="ULX3S (LFE5U-85F-6BG381C)",
+            multiplier=(18, 18),
             nextpnr=("--85k", "--package", "CABGA381", "--speed", "6"),
         ),
     )

@@ -142,9 +142,9 @@ def estimate(
     target = _part(part_name)  # an unknown part fails before the export
     require_tools(target, yosys)  # so does a missing tool
     if target.family == ECP5:
-        text, top = harness_verilog_text(cfg), HARNESS_NAME
+        text, top = harness_verilog_text(cfg, part=target), HARNESS_NAME
     else:
-        text, top = verilog_text(cfg), TOP_NAME
+        text, top = verilog_text(cfg, part=target), TOP_NAME
     return estimate_verilog(
         text, top, part_name, timeout=timeout, yosys=yosys, clock_mhz=cfg.clock_mhz
     )

@@ -362,8 +362,14 @@ class AccelConfig:
         product's sign bit. With ``gemm_dsp_packing`` off, or wider operands, every product has
         its own multiplier; an odd ``block_out`` leaves its last lane unpacked.
         """
+        return self.gemm_pairs_packed_by(DSP_A_BITS, DSP_B_BITS)
+
+    def gemm_pairs_packed_by(self, a_bits: int, b_bits: int) -> int:
+        """:attr:`gemm_packed_pairs` on a multiplier of ``a_bits`` x ``b_bits`` signed operands
+        (another part's than the DSP48E1 of :data:`DSP_A_BITS`, :data:`DSP_B_BITS`): 0 where
+        packing is off or a packed operand or the input does not fit it."""
         packed_bits = self.wgt_width + self.gemm_pack_shift + 1
-        if not self.gemm_dsp_packing or packed_bits > DSP_A_BITS or self.inp_width > DSP_B_BITS:
+        if not self.gemm_dsp_packing or packed_bits > a_bits or self.inp_width > b_bits:
             return 0
         return self.block_out // 2
 

@@ -1,17 +1,20 @@
 # amaranth: UnusedElaboratable=no
 # (the PackedMultiplier constructions a test expects to be refused are never elaborated)
 """The GEMM core and the tensor ALU on random vectors, against numpy and SEMANTICS 6: the GEMM
-core with and without DSP packing (and its packed multiplier alone), the ALU also without its
-multiplier (``alu_mul=False``)."""
+core with and without DSP packing, elaborated for an ECP5 part (whose multipliers cannot hold a
+packed operand), and its packed multiplier alone; the ALU also without its multiplier
+(``alu_mul=False``)."""
 
 import numpy as np
 import pytest
 from amaranth.back import rtlil
+from amaranth.hdl import Fragment
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw.alu import MUL_SLICE_BITS, TensorAlu
 from hw.gemm import GemmCore, PackedMultiplier
+from hw.parts import Part, part
 from isa import AccelConfig, AluOp, ConfigError
 from tests.hw.util import TINY, alu_reference, pack, run, unpack
 
@@ -19,17 +22,24 @@ LANES = TINY.batch * TINY.block_out
 
 
 #: The tiny configuration's GEMM core with one multiplier per product, and with one lane
-#: (an odd block_out: nothing to pair), next to TINY's packed one.
+#: (an odd block_out: nothing to pair), next to TINY's packed one; and TINY's elaborated for the
+#: ECP5-85F, whose 18 x 18 multipliers cannot hold a packed operand.
 UNPACKED = TINY.replace(gemm_dsp_packing=False)
 ONE_LANE = TINY.replace(block_out=1)
+ECP5 = part("ecp5-85f")
 GEMM_CONFIGS = pytest.mark.parametrize(
-    "cfg", [TINY, UNPACKED, ONE_LANE], ids=["packed", "unpacked", "one_lane"]
+    ("cfg", "target"),
+    [(TINY, None), (UNPACKED, None), (ONE_LANE, None), (TINY, ECP5)],
+    ids=["packed", "unpacked", "one_lane", "ecp5"],
 )
 
 
-def _stream_gemm(cfg: AccelConfig, inp: np.ndarray, wgt: np.ndarray) -> np.ndarray:
-    """The dot products a GemmCore of ``cfg`` streams for operands ``inp[n]``, ``wgt[n]`` fed
-    one pair a cycle, read :attr:`GemmCore.latency` cycles after each."""
+def _stream_gemm(
+    cfg: AccelConfig, inp: np.ndarray, wgt: np.ndarray, target: Part | None = None
+) -> np.ndarray:
+    """The dot products a GemmCore of ``cfg`` (elaborated for the part ``target``) streams for
+    operands ``inp[n]``, ``wgt[n]`` fed one pair a cycle, read :attr:`GemmCore.latency` cycles
+    after each."""
     count, lanes = len(inp), cfg.batch * cfg.block_out
     dut = GemmCore(cfg)
     dot_width = len(dut.dot.as_value()) // lanes
@@ -44,24 +54,24 @@ def _stream_gemm(cfg: AccelConfig, inp: np.ndarray, wgt: np.ndarray) -> np.ndarr
             if step + 1 >= dut.latency:
                 got.append(unpack(ctx.get(dut.dot.as_value()), dot_width, lanes))
 
-    run(dut, bench)
+    run(Fragment.get(dut, target), bench)
     return np.array(got[:count]).reshape(count, cfg.batch, cfg.block_out)
 
 
 @GEMM_CONFIGS
 @settings(max_examples=5)
 @given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 12))
-def test_gemm_core_streams_exact_dot_products(cfg, seed, count):
+def test_gemm_core_streams_exact_dot_products(cfg, target, seed, count):
     rng = np.random.default_rng(seed)
     inp = rng.integers(-128, 128, (count, cfg.batch, cfg.block_in))
     wgt = rng.integers(-128, 128, (count, cfg.block_out, cfg.block_in))
     inp[0], wgt[0] = -128, -128  # the largest positive sum
     expected = np.einsum("nbi,noi->nbo", inp, wgt)
-    assert np.array_equal(_stream_gemm(cfg, inp, wgt), expected)
+    assert np.array_equal(_stream_gemm(cfg, inp, wgt, target), expected)
 
 
 @GEMM_CONFIGS
-def test_gemm_core_is_exact_on_extreme_operands(cfg):
+def test_gemm_core_is_exact_on_extreme_operands(cfg, target):
     """Every combination of -128, -1, 0, 1 and 127 in an input element and the two weights of
     a lane pair, then all -128 (the largest sum) and -128 against 127 (the smallest)."""
     extremes = np.array([-128, -1, 0, 1, 127])
@@ -74,7 +84,7 @@ def test_gemm_core_is_exact_on_extreme_operands(cfg):
     inp[-2], wgt[-2] = -128, -128
     inp[-1], wgt[-1] = -128, 127
     expected = np.einsum("nbi,noi->nbo", inp, wgt)
-    assert np.array_equal(_stream_gemm(cfg, inp, wgt), expected)
+    assert np.array_equal(_stream_gemm(cfg, inp, wgt, target), expected)
 
 
 def test_gemm_core_packs_two_products_per_multiplier_at_the_same_latency():
@@ -87,6 +97,19 @@ def test_gemm_core_packs_two_products_per_multiplier_at_the_same_latency():
         core = GemmCore(cfg)
         assert core.latency == 1 + 2  # the product register and log2(block_in = 4) levels
         assert rtlil.convert(core, name="gemm").count("cell $mul ") == multipliers
+
+
+@pytest.mark.parametrize(
+    ("name", "packs"), [("xc7z020", True), ("xczu3eg", True), ("ecp5-85f", False)]
+)
+def test_gemm_core_packs_only_where_the_parts_multiplier_holds_a_packed_operand(name, packs):
+    """Elaborated for a part, TINY's core packs on a DSP48E1 (25 x 18) or DSP48E2 (27 x 18),
+    whose A port holds the 25-bit packed operand, and not on an ECP5's 18 x 18 multiplier (two
+    of them and an adder would make each packed product): one multiplier per product there."""
+    products = TINY.batch * TINY.block_in * TINY.block_out
+    text = rtlil.convert(GemmCore(TINY), name="gemm", platform=part(name))
+    assert text.count("cell $mul ") == (products // 2 if packs else products)
+    assert TINY.gemm_pairs_packed_by(*part(name).multiplier) == (TINY.gemm_packed_pairs * packs)
 
 
 def _signed_range(bits: int) -> st.SearchStrategy[int]:
