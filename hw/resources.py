@@ -14,6 +14,8 @@ harness's shift register.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -35,7 +37,13 @@ from hw.flow import (
 from hw.parts import Part, part
 from isa import AccelConfig
 
-__all__ = ["ResourceEstimate", "estimate", "estimate_cached", "estimate_verilog"]
+__all__ = [
+    "ResourceEstimate",
+    "design_digest",
+    "estimate",
+    "estimate_cached",
+    "estimate_verilog",
+]
 
 #: What an ECP5 cell occupies: LUT4s (a CCU2C carry cell is two, a 16x4 LUT RAM four),
 #: flip-flops, 18x18 multipliers and 18 Kb block RAMs.
@@ -159,23 +167,37 @@ def estimate_cached(
     yosys: YosysBuild = "yowasp",
 ) -> ResourceEstimate:
     """:func:`estimate`, cached in ``directory`` as ``<fingerprint>.json`` (``<fingerprint>_<part>
-    .json`` for a part other than the xc7z020) with the configuration it was made for; a file
-    whose configuration differs (or that does not parse) is synthesized again. A parameter the
-    file lacks (one added to ``AccelConfig`` since) takes its default."""
+    .json`` for a part other than the xc7z020) with the configuration and the design
+    (:func:`design_digest`) it was made for; a file whose configuration or design differs (or
+    that does not parse) is synthesized again. A parameter the file lacks (one added to
+    ``AccelConfig`` since) takes its default."""
     suffix = "" if part_name == "xc7z020" else f"_{part_name}"
     path = Path(directory) / f"{cfg.fingerprint}{suffix}.json"
+    design = design_digest()
     try:
         record = json.loads(path.read_text())
-        if AccelConfig.from_dict(record["config"]) == cfg:  # parameters added since: defaults
+        same_config = AccelConfig.from_dict(record["config"]) == cfg  # added since: defaults
+        if same_config and record.get("design") == design:
             return ResourceEstimate.from_dict(record)
     except (OSError, ValueError, KeyError, TypeError):
         pass
     result = estimate(cfg, part_name, timeout=timeout, yosys=yosys)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(json.dumps({"config": cfg.to_dict(), **result.to_dict()}, indent=2) + "\n")
+    record = {"config": cfg.to_dict(), "design": design, **result.to_dict()}
+    temporary.write_text(json.dumps(record, indent=2) + "\n")
     temporary.replace(path)
     return result
+
+
+@functools.cache
+def design_digest() -> str:
+    """A SHA-256 of the hardware description (every module of this package): an estimate made
+    from other RTL (an earlier checkout, before a timing change) is not this design's."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def estimate_verilog(

@@ -4,6 +4,7 @@ the tests need no compiler (``tests/compiler/test_workloads.py`` sweeps compiled
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -179,6 +180,31 @@ def test_yosys_columns_come_from_the_cached_estimate(tmp_path, monkeypatch):
     assert row["yosys_fits"] and pd.isna(row["yosys_error"])
     assert calls == [TINY.fingerprint]  # the second sweep read tmp_path/estimates
     assert (tmp_path / "estimates" / f"{TINY.fingerprint}.json").exists()
+
+
+def test_an_estimate_cached_for_other_rtl_is_synthesized_again(tmp_path, monkeypatch):
+    """The cache names the design it was made from: after a change to ``hw/`` (here, a file
+    from another checkout) the configuration's estimate is made again, then cached anew."""
+    import hw.resources
+    from hw.parts import part
+
+    calls = []
+
+    def fake(cfg, part_name="xc7z020", *, timeout=3600.0, yosys="yowasp"):
+        calls.append(cfg.fingerprint)
+        return hw.resources.ResourceEstimate(part(part_name), 5000, 300, 2000, 24, 6.0, 1.0, "y")
+
+    monkeypatch.setattr(hw.resources, "estimate", fake)
+    hw.resources.estimate_cached(TINY, tmp_path)
+    path = tmp_path / f"{TINY.fingerprint}.json"
+    record = json.loads(path.read_text())
+    assert record["design"] == hw.resources.design_digest()
+    hw.resources.estimate_cached(TINY, tmp_path)
+    assert calls == [TINY.fingerprint]  # the same design: read back
+    path.write_text(json.dumps({**record, "design": "an earlier design"}))
+    hw.resources.estimate_cached(TINY, tmp_path)
+    assert calls == [TINY.fingerprint] * 2
+    assert json.loads(path.read_text())["design"] == hw.resources.design_digest()
 
 
 def test_measure_reports_a_model_free_program_like_the_sweep():
