@@ -511,4 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # As `python -m runtime.cli` this file runs as `__main__`, a second copy of the module that
+    # the plugins import: their Command is not this copy's. Run the copy they see.
+    from runtime.cli import main as _imported_main
+
+    sys.exit(_imported_main())

@@ -127,6 +127,20 @@ def test_console_script_is_installed():
     assert "1x16_i8w8a32_15_15_18_17" in result.stdout
 
 
+@pytest.mark.parametrize("plugin", ["compile", "fpga", "tune"])
+def test_run_as_a_module_it_has_the_plugins_commands(plugin):
+    """`python -m runtime.cli` offers the entry points' commands, as the console script does
+    (run as `__main__`, the module must not check them against a second copy of itself)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", plugin, "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"usage: vtaforge {plugin}" in result.stdout
+
+
 def test_closed_pipe_is_not_a_traceback():
     # Standard output is a pipe nobody reads (as with `vtaforge ... | head` once head exits).
     read_end, write_end = os.pipe()
