@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import isa
 from hw.export import HARNESS_NAME, TOP_NAME, harness_verilog_text, verilog_text
 from hw.flow import (
     ECP5,
@@ -192,11 +193,14 @@ def estimate_cached(
 
 @functools.cache
 def design_digest() -> str:
-    """A SHA-256 of the hardware description (every module of this package): an estimate made
-    from other RTL (an earlier checkout, before a timing change) is not this design's."""
+    """A SHA-256 of the hardware description: every module of this package and of ``isa``,
+    whose field tables shape the RTL's decoders. An estimate made from other RTL (an earlier
+    checkout, before a timing change) is not this design's."""
     digest = hashlib.sha256()
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    for package in (Path(__file__).parent, Path(isa.__file__).parent):
+        for source in sorted(package.glob("*.py")):
+            name = f"{package.name}/{source.name}".encode()
+            digest.update(name + b"\0" + source.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
