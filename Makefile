@@ -22,15 +22,25 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): pyproject.toml
+# The timing model's modules that setup.py compiles with mypyc, and the stamp of their build.
+COMPILED := $(shell sed -n 's/^    "\(simulator\/[a-z_]*\.py\)",$$/\1/p' setup.py)
+NATIVE := $(VENV)/.compiled
+
+$(STAMP): pyproject.toml setup.py
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 		|| { echo "vtaforge needs Python >= 3.11 (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
-	touch $(STAMP)
+	touch $(STAMP) $(NATIVE)
 
-setup: system-deps $(STAMP)
+# After an edit of a compiled module: rebuild in place (simulator/_native.py runs a module whose
+# source is newer than its build interpreted, and warns).
+$(NATIVE): $(STAMP) $(COMPILED)
+	$(PY) setup.py -q build_ext --inplace
+	touch $(NATIVE)
+
+setup: system-deps $(STAMP) $(NATIVE)
 
 demo: setup
 	$(VENV)/bin/vtaforge demo
@@ -63,4 +73,5 @@ bench: setup
 	done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis .mypy_cache
+	rm -f *.so simulator/*.so

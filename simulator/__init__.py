@@ -1,8 +1,12 @@
 """Simulators of the accelerator: the bit-exact functional simulator (the executable
 definition of the ISA) and the cycle-level simulator, a model of the RTL's microarchitecture
 that times the functional simulator's events, with its stats, Chrome-trace timelines and plots
-(:mod:`simulator.plots`, which needs matplotlib, is imported on its own)."""
+(:mod:`simulator.plots`, which needs matplotlib, is imported on its own). The timing model
+runs compiled where ``setup.py`` built it (:func:`compiled_modules` says which modules do).
+"""
 
+# first: importing it sees to it that a stale build of a module is not used (simulator._native)
+from simulator._native import compiled_modules
 from simulator.errors import Blocked, DeadlockError, RaceError, ReportError, SimulationError
 from simulator.events import (
     AluEvent,
@@ -40,6 +44,7 @@ __all__ = [
     "StoreEvent",
     "UnitActivity",
     "chrome_trace",
+    "compiled_modules",
     "time_run",
     "write_chrome_trace",
 ]

@@ -43,7 +43,24 @@ class Activity(IntEnum):
 
 
 class Engine:
-    """What the engines share: the module's side of the event-driven shortcuts."""
+    """What a module asks of the engine running its instruction: start it, run a cycle of it,
+    whether it is done, and the event-driven shortcuts."""
+
+    def start(self, t: int, event: Event) -> None:
+        """Begin ``event``'s instruction after cycle ``t``."""
+        raise NotImplementedError
+
+    def done(self) -> bool:
+        """The instruction is complete (the state at the start of the cycle)."""
+        raise NotImplementedError
+
+    def tick(self, t: int) -> Activity:
+        """Run cycle ``t``; its activity."""
+        raise NotImplementedError
+
+    def quiet(self, t: int) -> int:
+        """Cycles from ``t`` of bulk progress only (0: the next cycle needs a tick)."""
+        raise NotImplementedError
 
     def advance(self, t: int, cycles: int) -> Activity:
         """Apply ``cycles`` quiet cycles from ``t``; their activity (one for them all)."""
@@ -142,11 +159,12 @@ def _start_transfer(
 class LoadEngine(Engine):
     """LOADs into on-chip buffers, as one read client of ``port`` (module docstring)."""
 
+    port: ReadPort  # set when the ports are wired
+
     def __init__(self, cfg: AccelConfig, timing: TimingConfig, unit: str) -> None:
         self.cfg = cfg
         self.unit = unit  # the module it serves, as the stats name it
         self.walker = RowWalker(cfg, timing.max_burst_beats)
-        self.port: ReadPort | None = None  # set when the ports are wired
         self.granted = self.beat = self.offered = False
         self.elem_beats = 1  # beats per element (wide elements)
         self.cursor: RowCursor | None = None  # narrow elements

@@ -74,7 +74,7 @@ def _state(t: int, port: ReadPort, engine: LoadEngine) -> tuple[object, ...]:
 
 
 def _simulate(
-    engine: LoadEngine | StoreEngine,
+    engine: Engine,
     event: Event,
     port: ReadPort | None = None,
     cycles: dict[tuple[object, ...], int] | None = None,
@@ -87,9 +87,9 @@ def _simulate(
     activity = bytearray(1)
     t = 1
     while not engine.done():
-        if port is not None:
+        if cycles is not None and port is not None and isinstance(engine, LoadEngine):
             cycles.setdefault(_state(t, port, engine), t)
-        quiet = min(engine.quiet(t), port.quiet(t) if port else NEVER)
+        quiet = min(engine.quiet(t), port.quiet(t) if port is not None else NEVER)
         if quiet >= NEVER:
             raise SimulationError(
                 f"the timing model stalled {t} cycles into instruction {event.index}, run "
@@ -98,7 +98,7 @@ def _simulate(
         if quiet:
             streaming = port is not None and port.streaming(t)
             activity += bytes((engine.advance(t, quiet),)) * quiet
-            if streaming:
+            if streaming and port is not None:
                 port.stream(t, quiet)
             t += quiet
         else:
@@ -110,12 +110,22 @@ def _simulate(
     return activity
 
 
-def _plan(engine: LoadEngine | StoreEngine, event: Event, port: ReadPort | None = None) -> _Plan:
+def _load_plan(engine: LoadEngine, event: Event) -> _Plan:
+    """The plan of ``event``, a LOAD, on ``engine`` and a read port of its own."""
     cycles: dict[tuple[object, ...], int] = {}
-    activity = bytes(_simulate(engine, event, port, cycles))
-    kinds = tuple(a for a in Activity if a in activity[1:])
-    bursts = port.completed if port is not None else engine.completed
-    return _Plan(len(activity), activity, kinds, tuple(bursts), cycles)
+    activity = bytes(_simulate(engine, event, engine.port, cycles))
+    return _Plan(len(activity), activity, _kinds(activity), tuple(engine.port.completed), cycles)
+
+
+def _store_plan(engine: StoreEngine, event: Event) -> _Plan:
+    """The plan of ``event``, a STORE, on ``engine``."""
+    activity = bytes(_simulate(engine, event))
+    return _Plan(len(activity), activity, _kinds(activity), tuple(engine.completed))
+
+
+def _kinds(activity: bytes) -> tuple[Activity, ...]:
+    """The activities that occur in ``activity`` after its first cycle (the module's)."""
+    return tuple(a for a in Activity if a in activity[1:])
 
 
 def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
@@ -161,7 +171,7 @@ class PlannedStoreEngine(Engine):
         key = rows.shape()
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = _plan(StoreEngine(self.cfg, self.timing), event)
+            plan = self.plans[key] = _store_plan(StoreEngine(self.cfg, self.timing), event)
         return plan
 
     def start(self, t: int, event: Event) -> None:
@@ -211,39 +221,41 @@ class LoadsAlone:
         self.timing = timing
         self.plans: dict[tuple[object, ...], _Plan] = {}
 
-    def run(self, t: int, limit: int, port: ReadPort, module: Module) -> int:
-        """Run ``port`` and ``module``'s LOAD engine, its only client with bursts presented
-        or in flight, for at most ``limit`` cycles from ``t`` and until the LOAD is done (the
-        module then retires it, with the other units); the cycles run."""
-        engine = module.engine
+    def run(self, t: int, limit: int, engine: LoadEngine, module: Module) -> int:
+        """Run ``engine``, ``module``'s LOAD engine, and its read port, of which it is the
+        only client with bursts presented or in flight, for at most ``limit`` cycles from
+        ``t`` and until the LOAD is done (the module then retires it, with the other units);
+        the cycles run."""
+        port = engine.port
         plan = self._plan(engine)
         end = t + limit
         now = t - engine.started if port.alone_since(engine, engine.started) else None
         while now is None and t < end and not engine.done():
             now = plan.cycles.get(_state(t, port, engine))
             if now is None:
-                t = _step(t, end, port, module)
+                t = _step(t, end, engine, module)
         if now is not None and plan.duration - now <= end - t:
-            self._conclude(plan, now, t, port, module)
+            self._conclude(plan, now, t, engine, module)
             t += plan.duration - now
         while t < end and not engine.done():  # it follows the plan, whose end is too far
-            t = _step(t, end, port, module)
+            t = _step(t, end, engine, module)
         return limit - (end - t)
 
     def _plan(self, engine: LoadEngine) -> _Plan:
         key = engine.shape()
         plan = self.plans.get(key)
         if plan is None:
+            assert engine.event is not None, "a LOAD engine is planned while it runs a LOAD"
             alone = LoadEngine(self.cfg, self.timing, engine.unit)
             alone.port = ReadPort(self.timing, [alone])
-            plan = self.plans[key] = _plan(alone, engine.event, alone.port)
+            plan = self.plans[key] = _load_plan(alone, engine.event)
         return plan
 
     @staticmethod
-    def _conclude(plan: _Plan, now: int, t: int, port: ReadPort, module: Module) -> None:
-        """Take the LOAD on ``port`` from cycle ``t``, where it is in the state ``plan`` was
-        in at cycle ``now``, to its end, as ``plan`` runs it."""
-        engine = module.engine
+    def _conclude(plan: _Plan, now: int, t: int, engine: LoadEngine, module: Module) -> None:
+        """Take ``engine``'s LOAD from cycle ``t``, where it is in the state ``plan`` was in
+        at cycle ``now``, to its end, as ``plan`` runs it."""
+        port = engine.port
         origin = t - now
         plan.count(module.activity, now, plan.duration)
         client = port.clients.index(engine)
@@ -258,10 +270,10 @@ class LoadsAlone:
         engine.conclude()
 
 
-def _step(t: int, end: int, port: ReadPort, module: Module) -> int:
-    """The machine's tick or skip, of ``port`` and ``module`` alone, from ``t`` (a skip stops
+def _step(t: int, end: int, engine: LoadEngine, module: Module) -> int:
+    """The machine's tick or skip, of ``engine`` and its port alone, from ``t`` (a skip stops
     at ``end``); the next cycle."""
-    engine = module.engine
+    port = engine.port
     quiet = min(port.quiet(t), engine.quiet(t), end - t)
     if quiet:
         streaming = port.streaming(t)

@@ -114,7 +114,7 @@ class RowWalker:
         self._page_beats = AXI_PAGE_BYTES // cfg.bus_bytes
         self.limit = min(max_beats, self._page_beats)
         self.state = _IDLE
-        self.rows: TransferRows | None = None
+        self.rows = TransferRows(cfg, 0, 1, 0, 0, 0)  # none yet: an empty transfer
         self.row = 0
         self.splitting = False  # the splitter holds a run of beats
         self.cur = 0  # its next beat index

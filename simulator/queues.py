@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from isa import Token
 from simulator.ports import NEVER
@@ -65,7 +65,7 @@ class BufferedFifo(Generic[Item]):
     def read(self) -> Item:
         """Take the readable entry this cycle."""
         self._read = True
-        return self.out
+        return cast(Item, self.out)
 
     def quiet(self, t: int) -> int:
         """0 if an entry moves to the output register this cycle, else NEVER (waiting)."""

@@ -29,10 +29,10 @@ import numpy as np
 from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
 from simulator.arguments import config_problem, flag_problem, timing_problem
 from simulator.errors import SimulationError
-from simulator.events import Event, RunResult, StoreEvent
+from simulator.events import Event, RunResult
 from simulator.functional import FunctionalSimulator
 from simulator.plans import LoadsAlone
-from simulator.ports import NEVER
+from simulator.ports import NEVER, ReadPort
 from simulator.queues import BufferedFifo, TokenCounters
 from simulator.stats import BurstTiming, CycleStats
 from simulator.units import Fetch, Module, Timeline, build_ports, module_engines
@@ -112,22 +112,28 @@ class _Machine:
     ) -> None:
         self.stepped = stepped
         self.timeline = Timeline(len(events))
-        self.queues = {stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage}
+        self.queues: dict[Stage, BufferedFifo[int]] = {
+            stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage
+        }
         self.tokens = TokenCounters()
         stages = [event.module for event in events]
         self.fetch = Fetch(cfg, timing, stages, self.queues, self.timeline)
-        engines, readers = module_engines(cfg, timing, stepped)
+        engines, readers, self.store_engine = module_engines(cfg, timing, stepped)
         self.modules = [
             Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)
             for stage in Stage
         ]
-        self.store_engine = engines[Stage.STORE][StoreEvent]
         self.ports = build_ports(timing, self.fetch, readers)
         self.reader_modules = {readers[stage]: self.modules[stage - 1] for stage in readers}
         self.loads_alone = LoadsAlone(cfg, timing)
         self.finisher = self.modules[Stage.COMPUTE - 1]
         self.queue_list = list(self.queues.values())
-        self.quiet_units = [*self.ports, *self.modules, self.fetch, *self.queue_list]
+        self.quiet_units: list[ReadPort | Module | Fetch | BufferedFifo[int]] = [
+            *self.ports,
+            *self.modules,
+            self.fetch,
+            *self.queue_list,
+        ]
 
     def run(self) -> int:
         """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
@@ -208,7 +214,7 @@ class _Machine:
             limit = self.quiet(t, (port, module))
             if not limit:
                 return 0
-            cycles = self.loads_alone.run(t, limit, port, module)
+            cycles = self.loads_alone.run(t, limit, engine, module)
             if cycles:
                 self.skip(t, cycles, (port, module))
             return cycles

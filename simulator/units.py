@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from isa import INSN_WIDTH, AccelConfig, Stage, TimingConfig
-from simulator.engines import Activity, IdleEngine, LoadEngine, LoopEngine, StoreEngine
+from simulator.engines import Activity, Engine, IdleEngine, LoadEngine, LoopEngine, StoreEngine
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
 from simulator.plans import PlannedStoreEngine
 from simulator.ports import NEVER, ReadPort, RowCursor, RowWalker, TransferRows
@@ -54,6 +54,8 @@ class Timeline:
 class Fetch:
     """Fetch: instruction bursts, the beat buffer, the unpacker and the router."""
 
+    port: ReadPort  # set when the ports are wired
+
     def __init__(
         self,
         cfg: AccelConfig,
@@ -79,7 +81,6 @@ class Fetch:
         self.next = 0  # the next instruction to dispatch
         self.starting = True
         self.granted = self.beat = self.offered = False
-        self.port: ReadPort | None = None  # set when the ports are wired
 
     # ------------------------------------------------------------------ read client
     def burst_request(self) -> int:
@@ -89,7 +90,9 @@ class Fetch:
     def r_ready(self) -> bool:
         return self.buffer.w_rdy()
 
-    takes_data = r_ready
+    def takes_data(self) -> bool:
+        """It moves data this cycle if a beat is offered."""
+        return self.buffer.w_rdy()
 
     def stream_cycles(self, burst_left: int) -> int:
         """Cycles from now it takes the offered beats in bulk, before the burst's last beat:
@@ -237,7 +240,7 @@ class Module:
         queue: BufferedFifo[int],
         tokens: TokenCounters,
         events: Sequence[Event],
-        engines: Mapping[type, object],
+        engines: Mapping[type, Engine],
         timeline: Timeline,
     ) -> None:
         self.stage = stage
@@ -251,10 +254,10 @@ class Module:
         self.activity = timeline.unit(stage.name.lower())
         self.state = _TAKE
         self.current = -1
-        self.engine: object = _IDLE
+        self.engine: Engine = _IDLE
         self.finished_at: int | None = None
 
-    def _engine_for(self, event: Event) -> object:
+    def _engine_for(self, event: Event) -> Engine:
         moves = (isinstance(event, LoadEvent | StoreEvent) and event.x_size) or (
             isinstance(event, GemmEvent | AluEvent) and event.steps
         )
@@ -293,7 +296,7 @@ class Module:
             activity = TOKEN
         self.activity[activity] += 1
 
-    def running(self, engine: object) -> bool:
+    def running(self, engine: Engine) -> bool:
         """It runs an instruction on ``engine``."""
         return self.state == _RUN and self.engine is engine
 
@@ -317,20 +320,22 @@ _IDLE = IdleEngine()
 
 def module_engines(
     cfg: AccelConfig, timing: TimingConfig, stepped: bool
-) -> tuple[dict[Stage, dict[type, object]], dict[Stage, LoadEngine]]:
-    """Each module's engines by event type, and the engines that read memory (load's, and
-    compute's for micro-ops and accumulators). The event-driven scheduler (not ``stepped``)
-    plans each STORE when it starts (:mod:`simulator.plans`)."""
+) -> tuple[
+    dict[Stage, dict[type, Engine]], dict[Stage, LoadEngine], StoreEngine | PlannedStoreEngine
+]:
+    """Each module's engines by event type, the engines that read memory (load's, and
+    compute's for micro-ops and accumulators) and the store engine. The event-driven
+    scheduler (not ``stepped``) plans each STORE when it starts (:mod:`simulator.plans`)."""
     load = LoadEngine(cfg, timing, "load")
     compute_load = LoadEngine(cfg, timing, "compute")
     loop = LoopEngine(cfg, timing)
     store = StoreEngine(cfg, timing) if stepped else PlannedStoreEngine(cfg, timing)
-    engines = {
+    engines: dict[Stage, dict[type, Engine]] = {
         Stage.LOAD: {LoadEvent: load},
         Stage.COMPUTE: {LoadEvent: compute_load, GemmEvent: loop, AluEvent: loop},
         Stage.STORE: {StoreEvent: store},
     }
-    return engines, {Stage.LOAD: load, Stage.COMPUTE: compute_load}
+    return engines, {Stage.LOAD: load, Stage.COMPUTE: compute_load}, store
 
 
 def build_ports(

@@ -1,0 +1,81 @@
+"""Which modules of the simulator run compiled.
+
+``setup.py`` compiles the timing model's modules with mypyc and puts each build beside its
+source (``ports.py`` -> ``ports.cpython-311-x86_64-linux-gnu.so``). Python's import system
+prefers the build, so after an edit of a source it would run the old code: :func:`_use_fresh_builds`
+(run when this module is imported, which the package does first) makes the package import every
+compiled module from its source instead, with a warning, as soon as one source is newer than its
+build.
+The builds call each other natively, so they are used all together or not at all.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["compiled_modules"]
+
+_PACKAGE = Path(__file__).parent
+_NAME = __name__.rpartition(".")[0]
+
+
+def _builds() -> dict[str, Path]:
+    """The package's modules with a compiled build beside their source: name -> build."""
+    builds = {}
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        for path in _PACKAGE.glob(f"*{suffix}"):
+            name = path.name[: -len(suffix)]
+            if (_PACKAGE / f"{name}.py").exists():
+                builds[name] = path
+    return builds
+
+
+class _FromSource(importlib.abc.MetaPathFinder):
+    """Finds ``modules`` of the package in their Python sources, ahead of their builds."""
+
+    def __init__(self, modules: set[str]) -> None:
+        self.modules = {f"{_NAME}.{name}" for name in modules}
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.modules:
+            return None
+        source = _PACKAGE / f"{fullname.rpartition('.')[2]}.py"
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+def _use_fresh_builds() -> None:
+    """Import the compiled modules from their sources if one of them changed after the build
+    (see the module docstring)."""
+    builds = _builds()
+    stale = sorted(
+        name
+        for name, build in builds.items()
+        if (_PACKAGE / f"{name}.py").stat().st_mtime > build.stat().st_mtime
+    )
+    if stale:
+        warnings.warn(
+            f"{', '.join(f'{_NAME}/{name}.py' for name in stale)} changed after the compiled "
+            f"timing model was built: it runs interpreted, several times slower (rebuild it "
+            f"with `make setup`)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        sys.meta_path.insert(0, _FromSource(set(builds)))
+
+
+def compiled_modules() -> list[str]:
+    """The package's modules that run compiled in this process (imported from a build)."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return sorted(
+        name.rpartition(".")[2]
+        for name, module in list(sys.modules.items())
+        if name.startswith(f"{_NAME}.") and str(getattr(module, "__file__", "")).endswith(suffixes)
+    )
+
+
+_use_fresh_builds()
