@@ -17,11 +17,11 @@ is left byte for byte):
 - boolean operators: ``and`` <-> ``or``, and each operand of one dropped;
 - conditions of ``if``/``while``/``assert``/ternaries negated.
 
-Each mutant runs in a scratch copy of the repository (made once, without ``.venv`` and ``.git``)
-with the tests of its package (``tests/isa/``, ``tests/simulator/``; for ``compiler/``, the test
-files that mention the mutated module), ``pytest -x -n 0``; the unmutated tests must pass
-first. A line that ends with ``# pragma: no mutate`` is skipped. Exit status 0 always (the
-score is a report).
+Each mutant runs in a scratch copy of the repository (made once, without ``.venv``, ``.git`` and
+the compiled timing model, so the mutated sources run interpreted) with the tests of its package
+(``tests/isa/``, ``tests/simulator/``; for ``compiler/``, the test files that mention the mutated
+module), ``pytest -x -n 0``; the unmutated tests must pass first. A line that ends with
+``# pragma: no mutate`` is skipped. Exit status 0 always (the score is a report).
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def _pytest(scratch: Path, tests: list[str], timeout: float | None) -> tuple[str
 def _scratch_copy() -> Path:
     scratch = Path(tempfile.mkdtemp(prefix="vtaforge-mutate-"))
     ignore = shutil.ignore_patterns(
-        ".venv", ".git", "__pycache__", ".hypothesis", "build", "*.egg-info"
+        ".venv", ".git", "__pycache__", ".hypothesis", "build", "*.egg-info", "*.so"
     )
     shutil.copytree(ROOT, scratch, dirs_exist_ok=True, ignore=ignore)
     return scratch
