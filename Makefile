@@ -37,6 +37,7 @@ $(STAMP): pyproject.toml setup.py
 # After an edit of a compiled module: rebuild in place (simulator/_native.py runs a module whose
 # source is newer than its build interpreted, and warns).
 $(NATIVE): $(STAMP) $(COMPILED)
+	rm -f simulator/*.so *.so
 	$(PY) setup.py -q build_ext --inplace
 	touch $(NATIVE)
 

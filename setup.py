@@ -17,7 +17,8 @@ COMPILED = [
     "simulator/engines.py",
     "simulator/units.py",
     "simulator/plans.py",
-    "simulator/timing.py",
+    "simulator/machine.py",
+    "simulator/stats.py",
 ]
 
 _MYPY = ["--ignore-missing-imports", "--follow-imports=silent"]

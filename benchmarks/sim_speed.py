@@ -46,7 +46,7 @@ from compiler.workloads import resnet18_layers
 from hw import MemoryTiming, simulate
 from isa import AccelConfig, TimingConfig
 from runtime.kernels import KERNEL, RESNET18_C2
-from simulator import CycleSimulator, FunctionalSimulator, time_run
+from simulator import CycleSimulator, FunctionalSimulator, compiled_modules, time_run
 from tests.conformance.cases import CASES
 from tests.conformance.conv_cases import build_conv2d
 from tests.conformance.gemm_cases import GemmShape, build_gemm
@@ -196,6 +196,7 @@ def main() -> None:
         cpu=cpu_name(),
         scalesim=scalesim,
         timing=dataclasses.asdict(TimingConfig()),
+        compiled_modules=compiled_modules(),
         note="a shared 2-core machine: timings are noisy",
     )
     if scale is None:
@@ -208,6 +209,8 @@ def main() -> None:
             f"{ratios[WHOLE]:,.0f}x (with functional). Different machines: the comparison is "
             f"speed."
         )
+    compiled = ", ".join(compiled_modules()) or "none: run `make setup` to build them"
+    print(f"Compiled simulator modules (mypyc, setup.py): {compiled}.")
     print(
         f"ResNet-18's conv layers, whole runs as in the network: {network_seconds:.2f} s "
         f"(target < {NETWORK_TARGET:g} s) on {cpu_name()}."

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from enum import IntEnum
+from typing import Final
 
 from isa import AccelConfig, TimingConfig
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
@@ -42,6 +43,15 @@ class Activity(IntEnum):
     IDLE = 4  # nothing to do
 
 
+# The activities as plain ints, which the per-cycle code passes around: compiled (setup.py),
+# a module-level Final is a C constant, an enum member a Python object looked up by name.
+BUSY: Final = int(Activity.BUSY)
+MEMORY: Final = int(Activity.MEMORY)
+TOKEN: Final = int(Activity.TOKEN)
+QUEUE_FULL: Final = int(Activity.QUEUE_FULL)
+IDLE: Final = int(Activity.IDLE)
+
+
 class Engine:
     """What a module asks of the engine running its instruction: start it, run a cycle of it,
     whether it is done, and the event-driven shortcuts."""
@@ -54,7 +64,7 @@ class Engine:
         """The instruction is complete (the state at the start of the cycle)."""
         raise NotImplementedError
 
-    def tick(self, t: int) -> Activity:
+    def tick(self, t: int) -> int:
         """Run cycle ``t``; its activity."""
         raise NotImplementedError
 
@@ -62,7 +72,7 @@ class Engine:
         """Cycles from ``t`` of bulk progress only (0: the next cycle needs a tick)."""
         raise NotImplementedError
 
-    def advance(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> int:
         """Apply ``cycles`` quiet cycles from ``t``; their activity (one for them all)."""
         raise NotImplementedError
 
@@ -81,8 +91,8 @@ class IdleEngine(Engine):
     def done(self) -> bool:
         return True
 
-    def tick(self, t: int) -> Activity:
-        return Activity.BUSY
+    def tick(self, t: int) -> int:
+        return BUSY
 
     def quiet(self, t: int) -> int:
         return 0
@@ -109,13 +119,13 @@ class LoopEngine(Engine):
     def done(self) -> bool:
         return self.left == 0 and self.pipe == 0
 
-    def tick(self, t: int) -> Activity:
+    def tick(self, t: int) -> int:
         issue = self.left > 0 and t == self.next_issue
         if issue:
             self.left -= 1
             self.next_issue = t + self.ii
         self.pipe = ((self.pipe << 1) | issue) & self.mask
-        return Activity.BUSY
+        return BUSY
 
     def _completion(self, t: int) -> int:
         """The cycle at which the pipeline is empty after the last step."""
@@ -128,7 +138,7 @@ class LoopEngine(Engine):
     def quiet(self, t: int) -> int:
         return self._completion(t) - t
 
-    def advance(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> int:
         end = t + cycles
         issued = 0
         if self.left and self.next_issue < end:
@@ -142,7 +152,7 @@ class LoopEngine(Engine):
         self.pipe = pipe
         self.left -= issued
         self.next_issue += issued * self.ii
-        return Activity.BUSY
+        return BUSY
 
 
 def _start_transfer(
@@ -236,7 +246,7 @@ class LoadEngine(Engine):
         return c.active and c.end_of_beat and self.body
 
     # ------------------------------------------------------------------ one cycle
-    def tick(self, t: int) -> Activity:
+    def tick(self, t: int) -> int:
         body = self.body  # the writer is on a body row (so it is writing)
         waiting = body and not self.offered
         element = False
@@ -257,7 +267,7 @@ class LoadEngine(Engine):
         if self.writing and (not body or element):
             self._advance(1)
         self.granted = self.beat = self.offered = False
-        return Activity.MEMORY if waiting else Activity.BUSY
+        return MEMORY if waiting else BUSY
 
     # ------------------------------------------------------------------ event-driven shortcuts
     def quiet(self, t: int) -> int:
@@ -269,13 +279,13 @@ class LoadEngine(Engine):
             return min(quiet, self._pad_run())
         return quiet  # body rows wait for data, which the port streams
 
-    def advance(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> int:
         if not self.writing:
-            return Activity.BUSY
+            return BUSY
         if not self.body:
             self._advance(cycles)
-            return Activity.BUSY
-        return Activity.BUSY if self.port.offering(self, t) else Activity.MEMORY
+            return BUSY
+        return BUSY if self.port.offering(self, t) else MEMORY
 
     def _pad_run(self) -> int:
         """Pad rows the writer writes from its position before the next body row."""
@@ -358,7 +368,7 @@ class StoreEngine(Engine):
         return 0
 
     # ------------------------------------------------------------------ one cycle
-    def tick(self, t: int) -> Activity:
+    def tick(self, t: int) -> int:
         cursor = self.cursor
         room = bool(self.bursts)  # a burst awaits data: the memory takes a beat
         if cursor is None:
@@ -393,7 +403,7 @@ class StoreEngine(Engine):
             self.responses.popleft()
         if not self.pending or taken:
             self._read_next()
-        return Activity.BUSY if moved else Activity.MEMORY
+        return BUSY if moved else MEMORY
 
     def _read_next(self) -> None:
         """The OUT reader advances: the row it read is now pending, and it reads the next."""
@@ -424,9 +434,9 @@ class StoreEngine(Engine):
         """Rows flow from the reader to the write port one beat (or element) per cycle."""
         return self.pending and bool(self.bursts) and (self.cursor is None or self.cursor.active)
 
-    def advance(self, t: int, cycles: int) -> Activity:
+    def advance(self, t: int, cycles: int) -> int:
         if not self._streaming():
-            return Activity.MEMORY
+            return MEMORY
         if self.cursor is not None:
             taken = cycles
             beats, first = self.cursor.advance(cycles)
@@ -440,4 +450,4 @@ class StoreEngine(Engine):
         self.to_read -= reads
         self.reading = self.to_read != 0
         self.pending = taken == reads  # a row taken after the last read leaves none pending
-        return Activity.BUSY
+        return BUSY

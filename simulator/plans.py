@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LoadsAlone", "PlannedStoreEngine"]
 
-_ACTIVITIES = tuple(Activity)
-
 
 @dataclass(frozen=True)
 class _Plan:
@@ -184,9 +182,9 @@ class PlannedStoreEngine(Engine):
     def done(self) -> bool:
         return self.now >= self.origin + self.plan.duration
 
-    def tick(self, t: int) -> Activity:
+    def tick(self, t: int) -> int:
         self.now = t + 1
-        return _ACTIVITIES[self.plan.activity[t - self.origin]]
+        return self.plan.activity[t - self.origin]
 
     def quiet(self, t: int) -> int:
         return self.origin + self.plan.duration - t

@@ -110,13 +110,16 @@ class TokenCounters:
 
     def available(self, tokens: tuple[int, ...]) -> bool:
         """Every counter in ``tokens`` is non-zero this cycle."""
-        return all(map(self.count.__getitem__, tokens))
+        count = self.count
+        return all(count[token] for token in tokens)
 
     def pop(self, tokens: tuple[int, ...]) -> None:
-        self._delta.extend((t, -1) for t in tokens)
+        for token in tokens:
+            self._delta.append((token, -1))
 
     def push(self, tokens: tuple[int, ...]) -> None:
-        self._delta.extend((t, 1) for t in tokens)
+        for token in tokens:
+            self._delta.append((token, 1))
 
     def end_cycle(self) -> None:
         if self._delta:

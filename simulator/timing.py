@@ -1,23 +1,7 @@
 """The cycle-level simulator: when each instruction runs, on a model of the RTL's
-microarchitecture, for a program the functional simulator has executed.
-
-The model is made of the units of ``hw/``, each a small state machine that mirrors its RTL
-counterpart's registers and handshakes (:mod:`simulator.units`, :mod:`simulator.engines`,
-:mod:`simulator.ports`, :mod:`simulator.queues`): fetch with its beat buffer, three command
-queues, the load, compute and store modules with their engines, the token counters, the read
-port (arbiter and memory) and the write port. It never computes values: every size it needs
-comes from the functional simulator's events (DESIGN principle 4).
-
-Two schedulers run the same units. The *stepped* one ticks every unit every cycle, as the RTL
-runs. The *event-driven* one asks every unit how many cycles from now it will only make bulk
-progress (a GEMM's steps, a burst's beats streaming into a waiting writer or into fetch while
-it dispatches to queues that are not empty, pad rows, waiting) and skips them all at once; the
-cycle counts, per-instruction cycles and activity counts are exactly those of the stepped
-scheduler (the tests compare them on every conformance program).
-
-Within a cycle every unit sees the state at the cycle's start: the read ports arbitrate and
-offer a beat, fetch unpacks and dispatches, each module takes, starts or retires an
-instruction and its engine runs; queue and token changes apply at the cycle's end.
+microarchitecture (:mod:`simulator.machine`), for a program the functional simulator has
+executed. Two schedulers run the model, with the same results: the event-driven one (by
+default) and the stepped one, cycle by cycle.
 """
 
 from __future__ import annotations
@@ -26,21 +10,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from isa import AccelConfig, Instruction, Program, Stage, TimingConfig
+from isa import AccelConfig, Instruction, Program, TimingConfig
 from simulator.arguments import config_problem, flag_problem, timing_problem
 from simulator.errors import SimulationError
-from simulator.events import Event, RunResult
+from simulator.events import RunResult
 from simulator.functional import FunctionalSimulator
-from simulator.plans import LoadsAlone
-from simulator.ports import NEVER, ReadPort
-from simulator.queues import BufferedFifo, TokenCounters
-from simulator.stats import BurstTiming, CycleStats
-from simulator.units import Fetch, Module, Timeline, build_ports, module_engines
+from simulator.machine import Machine
+from simulator.stats import CycleStats
 
 __all__ = ["CycleSimulator", "time_run"]
-
-#: How often the stepped scheduler checks that some unit can still make progress.
-_STALL_CHECK = 4096
 
 
 class CycleSimulator:
@@ -79,18 +57,8 @@ def time_run(
     """Time a functional run's events (the functional simulation itself is not repeated)."""
     timing = timing if timing is not None else TimingConfig()
     events = sorted(result.events, key=lambda e: e.index)
-    machine = _Machine(cfg, timing, events, stepped)
+    machine = Machine(cfg, timing, events, stepped)
     cycles = machine.run()
-    bursts = [
-        BurstTiming("read", port.clients[b.client].unit, b.beats, b.accepted, b.first, b.last)
-        for port in machine.ports
-        for b in port.completed
-    ]
-    bursts += [
-        BurstTiming("write", "store", b.beats, b.accepted, b.first, b.last)
-        for b in machine.store_engine.completed
-    ]
-    bursts.sort(key=lambda b: (b.first, b.port))
     return CycleStats.collect(
         cfg,
         timing,
@@ -98,124 +66,7 @@ def time_run(
         result.counters,
         cycles,
         machine.timeline,
-        bursts,
+        machine.bursts(),
         read_beats=sum(port.beats for port in machine.ports),
         write_beats=machine.store_engine.beats,
     )
-
-
-class _Machine:
-    """The units of one run, wired as ``hw/top.py`` wires them."""
-
-    def __init__(
-        self, cfg: AccelConfig, timing: TimingConfig, events: list[Event], stepped: bool
-    ) -> None:
-        self.stepped = stepped
-        self.timeline = Timeline(len(events))
-        self.queues: dict[Stage, BufferedFifo[int]] = {
-            stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage
-        }
-        self.tokens = TokenCounters()
-        stages = [event.module for event in events]
-        self.fetch = Fetch(cfg, timing, stages, self.queues, self.timeline)
-        engines, readers, self.store_engine = module_engines(cfg, timing, stepped)
-        self.modules = [
-            Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)
-            for stage in Stage
-        ]
-        self.ports = build_ports(timing, self.fetch, readers)
-        self.reader_modules = {readers[stage]: self.modules[stage - 1] for stage in readers}
-        self.loads_alone = LoadsAlone(cfg, timing)
-        self.finisher = self.modules[Stage.COMPUTE - 1]
-        self.queue_list = list(self.queues.values())
-        self.quiet_units: list[ReadPort | Module | Fetch | BufferedFifo[int]] = [
-            *self.ports,
-            *self.modules,
-            self.fetch,
-            *self.queue_list,
-        ]
-
-    def run(self) -> int:
-        """Run to FINISH; return its retirement cycle (the RTL's cycle counter)."""
-        self.tick(0)  # the launch cycle: fetch starts
-        self.timeline.restart_activity()
-        t = 1
-        while self.finisher.finished_at is None:
-            if self.stepped:
-                if t % _STALL_CHECK == 0:
-                    self._check(t, self.quiet(t))
-                self.tick(t)
-                t += 1
-                continue
-            cycles = self._check(t, self.quiet(t))
-            if cycles:
-                self.skip(t, cycles)
-            else:
-                cycles = self.alone(t)
-                if not cycles:
-                    self.tick(t)
-                    cycles = 1
-            t += cycles
-        return self.finisher.finished_at
-
-    @staticmethod
-    def _check(t: int, quiet: int) -> int:
-        if quiet >= NEVER:
-            raise SimulationError(
-                f"the timing model stalled at cycle {t} with no unit able to move "
-                f"(a model error: the functional simulator ran this program)"
-            )
-        return quiet
-
-    def tick(self, t: int) -> None:
-        for port in self.ports:
-            port.arbitrate(t)
-        for port in self.ports:
-            port.deliver(t)
-        self.fetch.tick(t)
-        for module in self.modules:
-            module.tick(t)
-        self.tokens.end_cycle()
-        for queue in self.queue_list:
-            queue.end_cycle()
-
-    def quiet(self, t: int, excluding: tuple[object, ...] = ()) -> int:
-        """The cycles every unit (but those ``excluding``) can skip from ``t`` (0 as soon as
-        one of them cannot)."""
-        quiet = NEVER
-        for unit in self.quiet_units:
-            q = unit.quiet(t)
-            if q < quiet and unit not in excluding:
-                if q == 0:
-                    return 0
-                quiet = q
-        return quiet
-
-    def skip(self, t: int, cycles: int, excluding: tuple[object, ...] = ()) -> None:
-        """Apply ``cycles`` quiet cycles from ``t`` to every unit but those ``excluding``."""
-        streams = [port for port in self.ports if port not in excluding and port.streaming(t)]
-        self.fetch.skip(t, cycles)
-        for module in self.modules:
-            if module not in excluding:
-                module.skip(t, cycles)
-        for port in streams:  # last: the units above account the cycles from their state at t
-            port.stream(t, cycles)
-
-    # ------------------------------------------------------------------ a reader alone
-    def alone(self, t: int) -> int:
-        """Run a read port and the one LOAD it serves on their own, through as many of their
-        events as the other units stay quiet for (they cannot see the port's grants and beats,
-        and nothing they do reaches the port before their own next event); the cycles run (0:
-        no port can)."""
-        for engine, module in self.reader_modules.items():
-            port = engine.port
-            if not module.running(engine) or engine.done() or not port.serves_only(engine):
-                continue
-            limit = self.quiet(t, (port, module))
-            if not limit:
-                return 0
-            cycles = self.loads_alone.run(t, limit, engine, module)
-            if cycles:
-                self.skip(t, cycles, (port, module))
-            return cycles
-        return 0

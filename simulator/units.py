@@ -16,7 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from isa import INSN_WIDTH, AccelConfig, Stage, TimingConfig
-from simulator.engines import Activity, Engine, IdleEngine, LoadEngine, LoopEngine, StoreEngine
+from simulator.engines import (
+    BUSY,
+    IDLE,
+    MEMORY,
+    QUEUE_FULL,
+    TOKEN,
+    Activity,
+    Engine,
+    IdleEngine,
+    LoadEngine,
+    LoopEngine,
+    StoreEngine,
+)
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
 from simulator.plans import PlannedStoreEngine
 from simulator.ports import NEVER, ReadPort, RowCursor, RowWalker, TransferRows
@@ -27,7 +39,6 @@ __all__ = ["Fetch", "Module", "Timeline", "build_ports", "module_engines"]
 _INSN_BYTES = INSN_WIDTH // 8
 #: The instruction slot's states (hw/slot.py): take from the queue, pop, run.
 _TAKE, _POP, _RUN = 0, 1, 2
-BUSY, MEMORY, TOKEN, QUEUE_FULL, IDLE = Activity
 
 
 class Timeline:
@@ -206,7 +217,7 @@ class Fetch:
         self.granted = self.beat = self.offered = False
         self.activity[self._activity(complete, dispatch, moved)] += 1
 
-    def _activity(self, complete: bool, dispatch: bool, moved: bool) -> Activity:
+    def _activity(self, complete: bool, dispatch: bool, moved: bool) -> int:
         if self.next == len(self.stages) and not dispatch:
             return IDLE
         if complete and not dispatch:
