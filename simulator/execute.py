@@ -102,7 +102,7 @@ class Executor:
         self,
         index: int,
         module: Stage,
-        clock: np.ndarray,
+        clock: Sequence[int],
         pops: tuple[Token, ...],
         pushes: tuple[Token, ...],
     ) -> Event:
@@ -133,7 +133,7 @@ class Executor:
     def _fail(self, index: int, message: str) -> SimulationError:
         return SimulationError(message, index=index, insn=self.instructions[index])
 
-    def _check_races(self, index: int, clock: np.ndarray, accesses: list[Access]) -> None:
+    def _check_races(self, index: int, clock: Sequence[int], accesses: list[Access]) -> None:
         if self.races is not None:
             self.races.access(clock, index, accesses)
 
@@ -172,7 +172,7 @@ class Executor:
         return view
 
     # ------------------------------------------------------------------ LOAD
-    def _load(self, index: int, insn: MemInsn, clock: np.ndarray, event: LoadEvent) -> Event:
+    def _load(self, index: int, insn: MemInsn, clock: Sequence[int], event: LoadEvent) -> Event:
         mem, elem_bytes = insn.memory_type, event.elem_bytes
         if insn.x_size == 0:
             return event
@@ -238,7 +238,7 @@ class Executor:
         return raw.view(signed_dtype(width)).reshape(y, x, *shape)
 
     # ------------------------------------------------------------------ STORE
-    def _store(self, index: int, insn: MemInsn, clock: np.ndarray, event: StoreEvent) -> Event:
+    def _store(self, index: int, insn: MemInsn, clock: Sequence[int], event: StoreEvent) -> Event:
         elem_bytes = event.elem_bytes
         if insn.x_size == 0:
             return event
@@ -267,7 +267,7 @@ class Executor:
         return event
 
     # ------------------------------------------------------------------ GEMM and ALU
-    def _loop(self, index: int, insn: GemmInsn | AluInsn, clock: np.ndarray, common: dict) -> Event:
+    def _loop(self, index: int, insn: GemmInsn | AluInsn, clock: Sequence[int], common: dict) -> Event:
         n = insn.uop_end - insn.uop_bgn
         fields = {"reset": insn.reset_reg, "uops": max(n, 0)}
         fields |= {"iter_out": insn.iter_out, "iter_in": insn.iter_in}

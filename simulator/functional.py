@@ -65,12 +65,17 @@ _RECORDS = (MemInsn, GemmInsn, AluInsn, FinishInsn)
 
 @dataclass
 class _Module:
-    """One decoupled module: its command queue, the instruction it has taken, its clock."""
+    """One decoupled module: its command queue, the instruction it has taken, its vector clock
+    (one entry per module, in :class:`isa.Stage` order)."""
 
     stage: Stage
     queue: deque[int] = field(default_factory=deque)
     current: int | None = None
-    clock: np.ndarray = field(default_factory=lambda: np.zeros(len(Stage), dtype=np.int64))
+    clock: list[int] = field(default_factory=lambda: [0] * len(Stage))
+
+
+#: Each token counter's position in :attr:`_Run.tokens`.
+_TOKEN_SLOT = {token: slot for slot, token in enumerate(Token)}
 
 
 class FunctionalSimulator:
@@ -200,15 +205,19 @@ class _Run:
         self.order = sim.module_order
         self.instructions = instructions
         self.modules = {stage: _Module(stage) for stage in Stage}
-        self.tokens: dict[Token, deque[np.ndarray]] = {t: deque() for t in Token}
+        #: per counter (by its position in Token), the clocks its pending pushes carried
+        self.tokens: list[deque[list[int]]] = [deque() for _ in Token]
         self.fetched = 0
         self.events: list[Event] = []
         self.finished = False
-        # Per instruction, decoded once: its module and the counters it pops and pushes.
+        # Per instruction, decoded once: its module and the counters it pops and pushes (as
+        # Tokens for its event, as positions for the scheduler).
         self.stages = [stage_of(insn) for insn in instructions]
         self.pops = [popped_tokens(insn) for insn in instructions]
         self.pushes = [pushed_tokens(insn) for insn in instructions]
-        self.by_stage = {stage: [] for stage in Stage}
+        self.pop_slots = [tuple(_TOKEN_SLOT[t] for t in pops) for pops in self.pops]
+        self.push_slots = [tuple(_TOKEN_SLOT[t] for t in pushes) for pushes in self.pushes]
+        self.by_stage: dict[Stage, list[int]] = {stage: [] for stage in Stage}
         for index, stage in enumerate(self.stages):
             self.by_stage[stage].append(index)
         races = RaceDetector(self.cfg, instructions, len(dram)) if sim.detect_races else None
@@ -249,33 +258,37 @@ class _Run:
                 self._fetch()
             index = module.current
             insn = self.instructions[index]
-            pops = self.pops[index]
-            if any(not self.tokens[t] for t in pops):
+            tokens = self.tokens
+            pops = self.pop_slots[index]
+            if not all(tokens[slot] for slot in pops):
                 break
-            pushes = self.pushes[index]
-            for token in pushes:
-                if len(self.tokens[token]) >= self.token_limit:
+            pushes = self.push_slots[index]
+            for slot in pushes:
+                if len(tokens[slot]) >= self.token_limit:
                     raise SimulationError(
-                        f"pushing {token.value} would take it above "
+                        f"pushing {list(Token)[slot].value} would take it above "
                         f"{self.token_limit} (token_counter_bits)",
                         index=index,
                         insn=insn,
                     )
-            for token in pops:
-                np.maximum(module.clock, self.tokens[token].popleft(), out=module.clock)
-            module.clock[module.stage - 1] += 1
+            clock = module.clock
+            for slot in pops:
+                clock[:] = map(max, clock, tokens[slot].popleft())
+            clock[module.stage - 1] += 1
             if isinstance(insn, FinishInsn):
-                self._check_finish(index, module.clock)
-            event = self.executor.run(index, module.stage, module.clock, pops, pushes)
+                self._check_finish(index, clock)
+            event = self.executor.run(
+                index, module.stage, clock, self.pops[index], self.pushes[index]
+            )
             self.events.append(event)
-            for token in pushes:
-                self.tokens[token].append(module.clock.copy())
+            for slot in pushes:
+                tokens[slot].append(clock.copy())
             module.current = None
             progress = True
             self.finished = isinstance(insn, FinishInsn)
         return progress
 
-    def _check_finish(self, index: int, clock: np.ndarray) -> None:
+    def _check_finish(self, index: int, clock: list[int]) -> None:
         """SEMANTICS section 7: every load and store happens before FINISH, counters are 0."""
         insn = self.instructions[index]
         for stage in (Stage.LOAD, Stage.STORE):
@@ -289,7 +302,7 @@ class _Run:
                     index=index,
                     insn=insn,
                 )
-        left = {t.value: len(q) for t, q in self.tokens.items() if q}
+        left = {t.value: len(q) for t, q in zip(Token, self.tokens, strict=True) if q}
         if left:
             listing = " ".join(f"{name}={count}" for name, count in left.items())
             raise SimulationError(
@@ -304,7 +317,8 @@ class _Run:
             module = self.modules[stage]
             if module.current is not None:
                 insn = self.instructions[module.current]
-                empty = [t.value for t in self.pops[module.current] if not self.tokens[t]]
+                pops = self.pops[module.current]
+                empty = [t.value for t in pops if not self.tokens[_TOKEN_SLOT[t]]]
                 blocked.append(
                     Blocked(
                         stage.name.lower(),
@@ -324,4 +338,5 @@ class _Run:
                     f"the {queue} command queue is full ({self.cfg.cmd_queue_depth} instructions)",
                 )
             )
-        return DeadlockError(blocked, {t.value: len(q) for t, q in self.tokens.items()})
+        counts = {t.value: len(q) for t, q in zip(Token, self.tokens, strict=True)}
+        return DeadlockError(blocked, counts)

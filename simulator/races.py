@@ -194,10 +194,10 @@ class _Shadow:
         _at(self.seqs[module if write else _MODULES + module], positions)[...] = seq
 
 
-def _bound(clock: np.ndarray) -> np.ndarray:
+def _bound(clock: Sequence[int]) -> np.ndarray:
     """What :meth:`_Shadow.conflict` compares the table with: ``clock`` for the writes' rows
     and again for the reads' rows, as a column of the table's type."""
-    return np.concatenate((clock, clock)).astype(np.int32)[:, None]
+    return np.array([*clock, *clock], dtype=np.int32)[:, None]
 
 
 class RaceDetector:
@@ -232,12 +232,12 @@ class RaceDetector:
         g = self.granule
         return DramSpan(start // g, rows, row_bytes // g, stride // g)
 
-    def access(self, clock: np.ndarray, index: int, accesses: Sequence[Access]) -> None:
+    def access(self, clock: Sequence[int], index: int, accesses: Sequence[Access]) -> None:
         """Instruction ``index``, whose module's vector clock is ``clock``, makes ``accesses``:
         raise RaceError if one is unordered with a conflicting earlier access of another
         module, else remember them. Nothing is recorded when a race is raised."""
         me = self._module[index]
-        entries = clock.tolist()
+        entries = list(clock)
         mapped = [(a, self._table(a.space), self._positions(a)) for a in accesses]
         for access, table, positions in mapped:
             if not table.ordered(entries, positions, access.write):
