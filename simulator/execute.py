@@ -267,7 +267,9 @@ class Executor:
         return event
 
     # ------------------------------------------------------------------ GEMM and ALU
-    def _loop(self, index: int, insn: GemmInsn | AluInsn, clock: Sequence[int], common: dict) -> Event:
+    def _loop(
+        self, index: int, insn: GemmInsn | AluInsn, clock: Sequence[int], common: dict
+    ) -> Event:
         n = insn.uop_end - insn.uop_bgn
         fields = {"reset": insn.reset_reg, "uops": max(n, 0)}
         fields |= {"iter_out": insn.iter_out, "iter_in": insn.iter_in}

@@ -49,8 +49,8 @@ class Machine:
             stage: BufferedFifo(cfg.cmd_queue_depth) for stage in Stage
         }
         self.tokens = TokenCounters()
-        stages = [event.module for event in events]
-        self.fetch = Fetch(cfg, timing, stages, self.queues, self.timeline)
+        targets = [self.queues[event.module] for event in events]
+        self.fetch = Fetch(cfg, timing, targets, self.timeline)
         engines, readers, self.store_engine = module_engines(cfg, timing, stepped)
         self.modules = [
             Module(stage, self.queues[stage], self.tokens, events, engines[stage], self.timeline)

@@ -71,18 +71,17 @@ class Fetch:
         self,
         cfg: AccelConfig,
         timing: TimingConfig,
-        stages: Sequence[Stage],
-        queues: Mapping[Stage, BufferedFifo[int]],
+        queues: Sequence[BufferedFifo[int]],
         timeline: Timeline,
     ) -> None:
         self.unit = "fetch"
-        self.stages = stages
-        self.queues = queues
+        self.queues = queues  # each instruction's command queue, in program order
+        self.count = len(queues)
         self.timeline = timeline
         self.activity = timeline.unit(self.unit)
         self.buffer_beats = timing.fetch_burst_beats(cfg)
         self.walker = RowWalker(cfg, self.buffer_beats)
-        self.rows = TransferRows(cfg, 0, _INSN_BYTES, 1, len(stages), 0)
+        self.rows = TransferRows(cfg, 0, _INSN_BYTES, 1, self.count, 0)
         self.buffer: BufferedFifo[bool] = BufferedFifo(self.buffer_beats)
         self.reserved = 0  # beats requested and not yet taken out of the buffer
         self.insn_beats = max(1, _INSN_BYTES // cfg.bus_bytes)
@@ -135,16 +134,15 @@ class Fetch:
             most = min(most, self.reserved + walker.burst - self.buffer_beats)
         beats = self.insn_beats
         cycles = beats - 1 - self.gather  # those before the next dispatch
-        room: dict[Stage, int] = {}
-        index, end = self.next, len(self.stages)
+        room: dict[BufferedFifo[int], int] = {}
+        index, end = self.next, self.count
         while cycles < most and index < end:  # the dispatch of `index` at cycle `cycles`
-            stage = self.stages[index]
-            queue = self.queues[stage]
-            if stage not in room:
-                room[stage] = queue.room() if queue.out is not None else 0
-            if not room[stage]:
+            queue = self.queues[index]
+            if queue not in room:
+                room[queue] = queue.room() if queue.out is not None else 0
+            if not room[queue]:
                 break
-            room[stage] -= 1
+            room[queue] -= 1
             index += 1
             if index == end:  # after the last dispatch the unpacker goes idle
                 return min(most, cycles + 1)
@@ -159,7 +157,7 @@ class Fetch:
             return cycles, 0
         beats = self.insn_beats
         for offset in range(beats - 1 - self.gather, cycles, beats):
-            self.queues[self.stages[self.next]].write_many(self.next, 1)
+            self.queues[self.next].write_many(self.next, 1)
             self.timeline.dispatched[self.next] = t + offset
             self.next += 1
         self.gather = (self.gather + cycles) % beats
@@ -169,16 +167,16 @@ class Fetch:
     # ------------------------------------------------------------------ one cycle
     def _unpack(self) -> tuple[bool, bool]:
         """(an instruction is complete in the unpacker, its queue has room) this cycle."""
-        if self.next == len(self.stages) or not self.buffer.r_rdy():
+        if self.next == self.count or not self.buffer.r_rdy():
             return False, False
         cursor = self.cursor
         complete = cursor.active if cursor is not None else self.gather == self.insn_beats - 1
-        return complete, complete and self.queues[self.stages[self.next]].w_rdy()
+        return complete, complete and self.queues[self.next].w_rdy()
 
     @property
     def finished(self) -> bool:
         """Every instruction is in its queue and nothing is left in flight."""
-        return self.next == len(self.stages) and not self.walker.busy and not self.reserved
+        return self.next == self.count and not self.walker.busy and not self.reserved
 
     def tick(self, t: int) -> None:
         if self.finished:
@@ -188,7 +186,7 @@ class Fetch:
         complete, dispatch = self._unpack()
         taken = False
         if dispatch:
-            self.queues[self.stages[self.next]].write(self.next)
+            self.queues[self.next].write(self.next)
             self.timeline.dispatched[self.next] = t
             self.next += 1
         if self.cursor is None:
@@ -218,7 +216,7 @@ class Fetch:
         self.activity[self._activity(complete, dispatch, moved)] += 1
 
     def _activity(self, complete: bool, dispatch: bool, moved: bool) -> int:
-        if self.next == len(self.stages) and not dispatch:
+        if self.next == self.count and not dispatch:
             return IDLE
         if complete and not dispatch:
             return QUEUE_FULL
@@ -231,7 +229,7 @@ class Fetch:
         if self.starting or self.buffer.quiet(t) == 0:
             return 0
         complete, dispatch = self._unpack()
-        if dispatch or (self.buffer.r_rdy() and not complete and self.next < len(self.stages)):
+        if dispatch or (self.buffer.r_rdy() and not complete and self.next < self.count):
             port = self.port
             return self._steady(port.inflight[0].left - 1) if port.offering(self, t) else 0
         return self.walker.quiet(self.cursor is None or not self.cursor.active)
