@@ -306,12 +306,15 @@ class Executor:
         for steps in plan.chunks:
             self._run_steps(insn, steps)
         rows, acc, out = plan.rows, self.state.acc, self.state.out
+        # ALU steps and resets leave their rows acc_width wide; products need the wrap
+        products = isinstance(insn, GemmInsn) and not insn.reset_reg
         if isinstance(rows, slice):  # views: wrapped in place
-            wrapped = wrap(acc[rows], self.cfg.acc_width, out=acc[rows])
+            wrapped = wrap(acc[rows], self.cfg.acc_width, out=acc[rows]) if products else acc[rows]
             wrap(wrapped, self.cfg.out_width, out=out[rows])
         else:
-            wrapped = wrap(acc[rows], self.cfg.acc_width)
-            acc[rows] = wrapped
+            wrapped = wrap(acc[rows], self.cfg.acc_width) if products else acc[rows]
+            if products:
+                acc[rows] = wrapped
             out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
 
