@@ -172,6 +172,8 @@ def _first_collision(
     best = None
     for distance in range(1, window + 1):
         skip = max(0, distance - h)  # steps with no writer that far back
+        if skip >= len(read):  # no step of the run has one (nor at a greater distance)
+            break
         hits = np.flatnonzero(
             read[skip:] == written[h + skip - distance : h + len(read) - distance]
         )

@@ -340,11 +340,13 @@ class Executor:
                     f"a step reaches {mem.name} row {top} through {operand.uop_field}, but the "
                     f"buffer has {self.cfg.buffer_depth(mem)} rows",
                 )
-        violation = window_violation(insn, bases, self.cfg.acc_raw_window)
-        if violation is not None:
-            raise self._fail(index, violation.describe())
         chunks = self._chunks(insn, len(uops), bases, list(operands))
-        touched = {op: _as_slice(rows) for op, rows in self._touched(chunks, operands).items()}
+        reached = self._touched(chunks, operands)
+        if not _window_free(insn, chunks, reached[Operand.DST]):
+            violation = window_violation(insn, bases, self.cfg.acc_raw_window)
+            if violation is not None:
+                raise self._fail(index, violation.describe())
+        touched = {op: _as_slice(rows) for op, rows in reached.items()}
         rows = touched[Operand.DST]
         if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
             prepared = [self._prepare(insn, steps) for steps in chunks]
@@ -546,6 +548,22 @@ class _LoopPlan:
     rows: np.ndarray | slice  # a slice when they are consecutive
     reusable: bool
     reached: dict[Operand, np.ndarray] | None = None
+
+
+def _window_free(
+    insn: GemmInsn | AluInsn,
+    chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks,
+    dst_rows: np.ndarray,
+) -> bool:
+    """Whether no step of ``insn`` can read an accumulator row that another step writes, so
+    the read-after-write window holds without a search: each step reads only its own
+    destination row (a multiplying GEMM, an ALU step with an immediate; a reset reads
+    nothing) and no two steps write the same row (``dst_rows``: every row written, once)."""
+    if insn.reset_reg:
+        return True
+    reads_source = isinstance(insn, AluInsn) and not insn.use_imm
+    steps = sum(len(chunk[Operand.DST]) for chunk in chunks) if isinstance(chunks, list) else -1
+    return not reads_source and steps == len(dst_rows)
 
 
 def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
