@@ -1,19 +1,22 @@
 """Which modules of the simulator run compiled.
 
-``setup.py`` compiles the timing model's modules with mypyc and puts each build beside its
-source (``ports.py`` -> ``ports.cpython-311-x86_64-linux-gnu.so``). Python's import system
-prefers the build, so after an edit of a source it would run the old code: :func:`_use_fresh_builds`
-(run when this module is imported, which the package does first) makes the package import every
-compiled module from its source instead, with a warning, as soon as one source is newer than its
-build.
-The builds call each other natively, so they are used all together or not at all.
+``setup.py`` compiles the timing model's modules with mypyc, puts each build beside its source
+(``ports.py`` -> ``ports.cpython-311-x86_64-linux-gnu.so``) and records the digest of every
+source it compiled in ``_compiled.json``. Python's import system prefers a build, so after an
+edit of a source it would run the old code: :func:`_use_fresh_builds` (run when this module is
+imported, which the package does first) makes the package import every compiled module from its
+source instead, with a warning, as soon as a source's digest differs from the recorded one (or
+nothing was recorded). The builds call each other natively, so they are used all together or
+not at all.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -49,19 +52,23 @@ class _FromSource(importlib.abc.MetaPathFinder):
 
 
 def _use_fresh_builds() -> None:
-    """Import the compiled modules from their sources if one of them changed after the build
+    """Import the compiled modules from their sources if one of them is not what was compiled
     (see the module docstring)."""
     builds = _builds()
+    if not builds:
+        return
+    manifest = _PACKAGE / "_compiled.json"
+    recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
     stale = sorted(
         name
-        for name, build in builds.items()
-        if (_PACKAGE / f"{name}.py").stat().st_mtime > build.stat().st_mtime
+        for name in builds
+        if recorded.get(name) != hashlib.sha256((_PACKAGE / f"{name}.py").read_bytes()).hexdigest()
     )
     if stale:
         warnings.warn(
-            f"{', '.join(f'{_NAME}/{name}.py' for name in stale)} changed after the compiled "
-            f"timing model was built: it runs interpreted, several times slower (rebuild it "
-            f"with `make setup`)",
+            f"{', '.join(f'{_NAME}/{name}.py' for name in stale)} differs from what the "
+            f"compiled timing model was built from: it runs interpreted, several times slower "
+            f"(rebuild it with `make setup`)",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -1,14 +1,17 @@
 """The compiled timing model (setup.py, simulator/_native.py): the builds beside the sources are
-the ones in use, a source newer than its build runs interpreted with a warning, and the
-interpreted model times every conformance program exactly as the compiled one does."""
+the ones in use, a source unlike what was compiled runs interpreted with a warning, and the
+interpreted model times every small conformance program exactly as the compiled one does."""
 
 import ast
+import importlib.machinery
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import simulator
 from isa import AccelConfig
@@ -46,7 +49,8 @@ def _python(code: str, pythonpath: Path) -> subprocess.CompletedProcess:
 def _sources(into: Path) -> Path:
     """A copy of the simulator package's sources alone (no builds) under ``into``."""
     package = into / "simulator"
-    shutil.copytree(ROOT / "simulator", package, ignore=shutil.ignore_patterns("*.so", "__py*"))
+    ignore = shutil.ignore_patterns("*.so", "_compiled.json", "__py*")
+    shutil.copytree(ROOT / "simulator", package, ignore=ignore)
     return package
 
 
@@ -57,16 +61,19 @@ def test_the_builds_in_the_tree_are_the_compiled_modules_and_in_use():
     assert simulator.compiled_modules() == builds
 
 
-def test_a_source_newer_than_its_build_runs_interpreted_with_a_warning(tmp_path):
+@pytest.mark.parametrize("recorded", ["another digest", None])
+def test_a_source_unlike_its_build_runs_interpreted_with_a_warning(tmp_path, recorded):
+    """A build whose source changed since (or that records nothing) is never loaded: the
+    fake build here would fail to load."""
     package = _sources(tmp_path)
-    suffix = ".cpython-311-x86_64-linux-gnu.so"
-    build = package / f"ports{suffix}"
+    build = package / f"ports{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     build.write_bytes(b"not a shared object: it must never be loaded")
-    os.utime(build, (1, 1))  # older than every source
+    if recorded is not None:
+        (package / "_compiled.json").write_text(json.dumps({"ports": recorded}))
     done = _python("import simulator; print(simulator.compiled_modules())", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-    assert "simulator/ports.py changed after the compiled timing model was built" in done.stderr
+    assert "simulator/ports.py differs from what the compiled timing model" in done.stderr
     assert "RuntimeWarning" in done.stderr
 
 
