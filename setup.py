@@ -16,7 +16,8 @@ from mypyc.build import mypycify
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-#: The timing model's modules, compiled together (they call each other natively).
+#: The timing model's modules and the functional simulator's core (scheduler, execution, race
+#: detection), compiled together (they call each other natively).
 COMPILED = [
     "simulator/ports.py",
     "simulator/queues.py",
@@ -25,6 +26,11 @@ COMPILED = [
     "simulator/plans.py",
     "simulator/machine.py",
     "simulator/stats.py",
+    "simulator/scheduler.py",
+    "simulator/execute.py",
+    "simulator/races.py",
+    "simulator/state.py",
+    "simulator/exact.py",
 ]
 #: Where the build records what it compiled (read by simulator/_native.py).
 MANIFEST = "simulator/_compiled.json"

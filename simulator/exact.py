@@ -40,7 +40,7 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, a_bits: int, b_bits: int) -> np.n
     """``a @ b`` (numpy's broadcasting matmul) of integer arrays holding signed ``a_bits``- and
     ``b_bits``-bit values, exactly, as int64."""
     dtype = exact_dtype(a.shape[-1], a_bits, b_bits)
-    product = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
+    product: np.ndarray = a.astype(dtype, copy=False) @ b.astype(dtype, copy=False)
     return product.astype(np.int64, copy=False)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class Executor:
     ) -> Event:
         """Execute instruction ``index`` on ``module``, whose vector clock is ``clock``."""
         insn = self.instructions[index]
-        common = {"index": index, "module": module, "pops": pops, "pushes": pushes}
+        common: dict[str, Any] = {"index": index, "module": module, "pops": pops, "pushes": pushes}
         if isinstance(insn, MemInsn):
             load = insn.opcode is Opcode.LOAD
             elem_bytes = self.cfg.elem_bytes(insn.memory_type if load else MemId.OUT)
@@ -271,7 +272,7 @@ class Executor:
         self, index: int, insn: GemmInsn | AluInsn, clock: Sequence[int], common: dict
     ) -> Event:
         n = insn.uop_end - insn.uop_bgn
-        fields = {"reset": insn.reset_reg, "uops": max(n, 0)}
+        fields: dict[str, Any] = {"reset": insn.reset_reg, "uops": max(n, 0)}
         fields |= {"iter_out": insn.iter_out, "iter_in": insn.iter_in}
         if isinstance(insn, GemmInsn):
             event: Event = GemmEvent(**common, **fields)
@@ -323,7 +324,7 @@ class Executor:
         its micro-ops are (their words are the rest of the key). Found once per instruction."""
         key = self._plan_keys.get(insn)
         if key is None:
-            flags = dict.fromkeys(_FLAGS, False)
+            flags: dict[str, Any] = dict.fromkeys(_FLAGS, False)
             uop_end = insn.uop_end - insn.uop_bgn
             key = self._plan_keys[insn] = replace(insn, **flags, uop_bgn=0, uop_end=uop_end)
         return key
@@ -414,14 +415,22 @@ class Executor:
             self._im2col(steps)
         elif isinstance(steps, _GemmSteps):
             self._gemm(steps)
-        elif steps.mode is _AluMode.BATCH:
-            self._alu_batch(insn, steps.dst, steps.src)
-        elif steps.mode is _AluMode.AT:
-            self._alu_at(insn, steps.dst, steps.src)
         else:
-            src = steps.src
+            assert isinstance(insn, AluInsn), "ALU steps come from an ALU instruction"
+            self._alu(insn, steps)
+
+    def _alu(self, insn: AluInsn, steps: _AluSteps) -> None:
+        dst, src = steps.dst, steps.src
+        if steps.mode is _AluMode.BATCH:
+            self._alu_batch(insn, dst, src)
+            return
+        # the other modes index rows one by one: arrays (module docstring)
+        assert isinstance(dst, np.ndarray) and not isinstance(src, slice)
+        if steps.mode is _AluMode.AT:
+            self._alu_at(insn, dst, src)
+        else:
             for batch in steps.batches:
-                self._alu_batch(insn, steps.dst[batch], None if src is None else src[batch])
+                self._alu_batch(insn, dst[batch], None if src is None else src[batch])
 
     def _gemm(self, steps: _GemmSteps) -> None:
         cfg = self.cfg
@@ -620,7 +629,8 @@ def _weight_groups(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSt
 def _independent_batches(dst: np.ndarray, src: np.ndarray | None) -> Iterator[slice]:
     """Consecutive runs of steps in which no step reads or rewrites a row that an earlier step
     of the run writes: each run can execute as one simultaneous batch."""
-    start, written = 0, set()
+    start = 0
+    written: set[int] = set()
     reads = src.tolist() if src is not None else None
     for k, row in enumerate(dst.tolist()):
         if row in written or (reads is not None and reads[k] in written):

@@ -173,7 +173,7 @@ class _Shadow:
         writes = unordered[:_MODULES]
         if writes.any():
             writers = seqs[:_MODULES]
-            mask, module = writes.any(axis=0), writers.argmax(axis=0)
+            mask, module = np.asarray(writes.any(axis=0)), writers.argmax(axis=0)
             return _Conflict(mask, module, writers.max(axis=0), "writes")
         reader = int(unordered[_MODULES:].any(axis=1).argmax())
         reads = unordered[_MODULES + reader]
@@ -256,9 +256,9 @@ class RaceDetector:
     def _positions(self, access: Access) -> Positions:
         """Table positions: SRAM rows as they are; a DRAM span's granules as a slice (one run,
         or runs that follow each other) or a grid."""
-        if access.space is not Space.DRAM:
-            return access.positions
         span = access.positions
+        if not isinstance(span, DramSpan):
+            return span
         if span.rows == 1 or span.stride == span.length:
             return slice(span.first, span.first + span.size)
         return _Grid(span.first, span.rows, span.length, span.stride)
@@ -267,12 +267,13 @@ class RaceDetector:
         first = int(np.argmax(found.mask))
         module, seq = int(found.module[first]), int(found.seqs[first])
         same = found.mask & (found.module == module) & (found.seqs == seq)
-        if access.space is Space.DRAM:
+        if isinstance(access.positions, DramSpan):
             granules = access.positions.granules()[same] * self.granule
             rows = (granules[:, None] + np.arange(self.granule)).reshape(-1)
         elif isinstance(positions, slice):
             rows = np.arange(positions.start, positions.stop)[same]
         else:
+            assert isinstance(positions, np.ndarray), "SRAM rows are a slice or an array"
             rows = positions[same]
         other = self._program_index[module][seq - 1]
         raise RaceError(
