@@ -7,8 +7,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS := dev,cpu,hw,plots,rtl,model,notebooks,tune
-# gcc: `cc` links the compiler's shared libraries (tests/compiler/test_codegen.py).
-APT_PACKAGES := gcc g++ make perl libpython3.11
+# gcc: `cc` links the compiler's shared libraries (tests/compiler/test_codegen.py); with
+# python3.11-dev's headers it builds the compiled simulator (setup.py).
+APT_PACKAGES := gcc g++ make perl libpython3.11 python3.11-dev
 PYTEST_ARGS ?= -n 2
 
 .PHONY: all setup system-deps demo test test-gpu lint unit bench mutate clean

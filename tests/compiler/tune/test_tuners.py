@@ -62,17 +62,22 @@ def test_xgb_finds_the_exhaustive_best_in_under_half_the_trials(exhaustive, tmp_
 
 
 def test_xgb_finds_the_best_measured_cpu_candidate_in_under_half_the_trials():
-    # Timings vary from run to run, so the space is measured once, whole, in the worker, and
-    # the tuner replays those measurements: "best" is the best of them (within the 5 % that
-    # separates a timing from its repeat), and whether the tuner reaches it is deterministic.
+    # Timings vary from run to run, so the space is measured whole in the worker, twice (each
+    # candidate's cost the lower: a shared machine's noise only ever adds time), and the tuner
+    # replays those measurements: "best" is the best of them (within the 5 % that separates a
+    # timing from its repeat), and whether the tuner reaches it is deterministic.
     space = Space(matmul_task(128), MATMUL_SLICE)
     options = MeasureOptions(repeat=3, min_repeat_ms=5)
     worker = Worker()
     try:
-        measured = {i: worker.measure(space.task, space.config(i), options) for i in space}
+        passes = [
+            {i: worker.measure(space.task, space.config(i), options) for i in space}
+            for _ in range(2)
+        ]
     finally:
         worker.close()
-    assert all(r.ok for r in measured.values()), [r.message for r in measured.values()]
+    measured = {i: min((p[i] for p in passes), key=lambda r: r.cost) for i in space}
+    assert all(r.ok for p in passes for r in p.values()), [r.message for r in measured.values()]
     cost = {i: r.cost for i, r in measured.items()}
     best = min(cost.values())
     assert max(cost.values()) > 2 * best  # the knobs matter: there is something to find
