@@ -50,11 +50,8 @@ def operand_dtype(cfg: AccelConfig) -> np.dtype:
 def alu_apply(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: np.ndarray | int) -> np.ndarray:
     """One ALU step lane by lane (SEMANTICS section 6): ``op(a, x)`` with ``a`` the
     accumulator values and ``x`` the operand (both int64, already ``acc_width`` wide; ``x`` may
-    be a Python int, the immediate). The result is ``acc_width`` wide too."""
-    if isinstance(x, int):
-        return _alu_immediate(cfg, op, a, x)
+    be a Python int, the immediate, for every lane). The result is ``acc_width`` wide too."""
     acc = cfg.acc_width
-    x = np.asarray(x, dtype=np.int64)
     if op is AluOp.MIN:
         return np.minimum(a, x)
     if op is AluOp.MAX:
@@ -62,8 +59,12 @@ def alu_apply(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: np.ndarray | int) -
     if op is AluOp.ADD:
         return wrap(a + x, acc)
     if op is AluOp.MUL:
-        return wrap(a * wrap(x, cfg.mul_arg_bits), acc)
-    shift = wrap(x, cfg.shr_arg_bits)  # SHR: negative amounts shift left
+        return wrap(a * _low_bits(x, cfg.mul_arg_bits), acc)
+    shift = _low_bits(x, cfg.shr_arg_bits)  # SHR: negative amounts shift left
+    if isinstance(shift, int):  # one amount for every lane: one shift, its direction known
+        if shift >= 0:
+            return a >> shift
+        return np.zeros_like(a) if -shift >= acc else wrap(a << -shift, acc)
     right = a >> np.maximum(shift, 0)
     left_amount = np.maximum(-shift, 0)
     left = wrap(a << np.minimum(left_amount, _INT64_BITS - 1), acc)
@@ -71,30 +72,12 @@ def alu_apply(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: np.ndarray | int) -
     return np.where(shift >= 0, right, left)
 
 
-def _alu_immediate(cfg: AccelConfig, op: AluOp, a: np.ndarray, x: int) -> np.ndarray:
-    """:func:`alu_apply` with one operand for every lane: SHR's direction known before any
-    lane is touched (one shift, where lanes of both directions take two and a selection)."""
-    acc = cfg.acc_width
-    if op is AluOp.MIN:
-        return np.minimum(a, x)
-    if op is AluOp.MAX:
-        return np.maximum(a, x)
-    if op is AluOp.ADD:
-        return wrap(a + x, acc)
-    if op is AluOp.MUL:
-        return wrap(a * _wrap_int(x, cfg.mul_arg_bits), acc)
-    shift = _wrap_int(x, cfg.shr_arg_bits)
-    if shift >= 0:
-        return a >> shift
-    if -shift >= acc:
-        return np.zeros_like(a)
-    return wrap(a << -shift, acc)
-
-
-def _wrap_int(value: int, width: int) -> int:
-    """:func:`wrap` of one Python int."""
-    value &= (1 << width) - 1
-    return value - (1 << width) if value >> (width - 1) else value
+def _low_bits(x: np.ndarray | int, width: int) -> np.ndarray | int:
+    """:func:`wrap` of the operand: an immediate stays a Python int."""
+    if isinstance(x, int):
+        x &= (1 << width) - 1
+        return x - (1 << width) if x >> (width - 1) else x
+    return wrap(np.asarray(x, dtype=np.int64), width)
 
 
 @dataclass
