@@ -1,13 +1,13 @@
 """Which modules of the simulator run compiled.
 
-``setup.py`` compiles the timing model's modules with mypyc, puts each build beside its source
-(``ports.py`` -> ``ports.cpython-311-x86_64-linux-gnu.so``) and records the digest of every
-source it compiled in ``_compiled.json``. Python's import system prefers a build, so after an
-edit of a source it would run the old code: :func:`_use_fresh_builds` (run when this module is
-imported, which the package does first) makes the package import every compiled module from its
-source instead, with a warning, as soon as a source's digest differs from the recorded one (or
-nothing was recorded). The builds call each other natively, so they are used all together or
-not at all.
+``setup.py`` compiles the timing model's modules and the functional simulator's core with mypyc,
+puts each build beside its source (``ports.py`` -> ``ports.cpython-311-x86_64-linux-gnu.so``) and
+records the digest of every source it compiled in ``_compiled.json``. Python's import system
+prefers a build, so after an edit of a source it would run the old code: :func:`_use_fresh_builds`
+(run when this module is imported, which the package does first) makes the package import every
+compiled module from its source instead, with a warning, as soon as a source's digest differs from
+the recorded one (or nothing was recorded). The builds call each other natively, so they are used
+all together or not at all.
 """
 
 from __future__ import annotations
@@ -51,14 +51,22 @@ class _FromSource(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, source)
 
 
+def _recorded() -> dict[str, str]:
+    """The digests the build recorded, by module (none: nothing usable was recorded)."""
+    try:
+        recorded = json.loads((_PACKAGE / "_compiled.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
 def _use_fresh_builds() -> None:
     """Import the compiled modules from their sources if one of them is not what was compiled
     (see the module docstring)."""
     builds = _builds()
     if not builds:
         return
-    manifest = _PACKAGE / "_compiled.json"
-    recorded = json.loads(manifest.read_text()) if manifest.exists() else {}
+    recorded = _recorded()
     stale = sorted(
         name
         for name in builds
@@ -67,7 +75,7 @@ def _use_fresh_builds() -> None:
     if stale:
         warnings.warn(
             f"{', '.join(f'{_NAME}/{name}.py' for name in stale)} differs from what the "
-            f"compiled timing model was built from: it runs interpreted, several times slower "
+            f"compiled simulator was built from: it runs interpreted, several times slower "
             f"(rebuild it with `make setup`)",
             RuntimeWarning,
             stacklevel=2,
