@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeAlias
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class _Grid:
 
 #: Positions of one space: an index array, or a slice for a run of consecutive ones, or a grid
 #: of equally spaced runs (the table is then read and written through views, without gathering).
-Positions = np.ndarray | slice | _Grid
+Positions: TypeAlias = np.ndarray | slice | _Grid
 
 
 @dataclass(frozen=True)
