@@ -123,7 +123,7 @@ def _store_plan(engine: StoreEngine, event: Event) -> _Plan:
 
 def _kinds(activity: bytes) -> tuple[Activity, ...]:
     """The activities that occur in ``activity`` after its first cycle (the module's)."""
-    return tuple(a for a in Activity if a in activity[1:])
+    return tuple(a for a in Activity if activity.find(a, 1) >= 0)
 
 
 def _shifted(burst: Burst, origin: int, client: int = 0) -> Burst:
