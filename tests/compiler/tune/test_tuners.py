@@ -64,8 +64,9 @@ def test_xgb_finds_the_exhaustive_best_in_under_half_the_trials(exhaustive, tmp_
 def test_xgb_finds_the_best_measured_cpu_candidate_in_under_half_the_trials():
     # Timings vary from run to run, so the space is measured whole in the worker, twice (each
     # candidate's cost the lower: a shared machine's noise only ever adds time), and the tuner
-    # replays those measurements: "best" is the best of them (within the 5 % that separates a
-    # timing from its repeat), and whether the tuner reaches it is deterministic.
+    # replays those measurements: "best" is the best of them, within what separates a timing
+    # from its repeat (5 %, or the two passes' median difference where the machine is noisier),
+    # and whether the tuner reaches it is deterministic.
     space = Space(matmul_task(128), MATMUL_SLICE)
     options = MeasureOptions(repeat=3, min_repeat_ms=5)
     worker = Worker()
@@ -87,7 +88,9 @@ def test_xgb_finds_the_best_measured_cpu_candidate_in_under_half_the_trials():
         tuner.update(batch, [measured[i] for i in batch])
         seen += [cost[i] for i in batch]
     assert len(seen) == len(space) // 2
-    assert min(seen) <= 1.05 * best
+    first, second = passes
+    repeat = [abs(first[i].cost - second[i].cost) / cost[i] for i in space]
+    assert min(seen) <= (1 + max(0.05, float(np.median(repeat)))) * best
 
 
 def test_transfer_learning_ranks_a_new_task_before_measuring_it(exhaustive):
