@@ -18,14 +18,16 @@ in order; otherwise the steps run as ordered batches that never read what the ba
 
 Very long instructions run in chunks of steps, in order, so memory stays bounded. The checks and
 the index work of a GEMM or ALU instruction (its steps' rows, their grouping) depend only on the
-instruction and its micro-ops, so a run does them once for each such pair and reuses them when
-the pair executes again (short instructions only).
+configuration, the instruction and its micro-ops, so they are done once for each such triple and
+reused when it executes again, in the same run or a later one: :data:`SHARED_PLANS` holds them
+for the process (short instructions only, at most 64 MiB, the least recently used going first),
+frozen, and a run keeps those it used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
@@ -53,10 +55,11 @@ from isa import (
 from simulator.errors import SimulationError
 from simulator.events import AluEvent, Event, FinishEvent, GemmEvent, LoadEvent, StoreEvent
 from simulator.exact import exact_matmul
+from simulator.memo import Memo
 from simulator.races import Access, RaceDetector, Space
 from simulator.state import DeviceState, alu_apply, signed_dtype, wrap
 
-__all__ = ["Executor"]
+__all__ = ["SHARED_PLANS", "Executor"]
 
 #: Upper bound on the values one chunk of GEMM/ALU steps materialises (per index array and
 #: per lane array), so that any legal instruction runs in bounded memory.
@@ -69,9 +72,18 @@ _AT_UFUNCS = {
     AluOp.ADD: np.add,
     AluOp.MUL: np.multiply,
 }
+#: Checked plans of short GEMM/ALU instructions by configuration, instruction (:func:`_plan_key`)
+#: and micro-op words, shared by every run in the process (module docstring)
+SHARED_PLANS: Memo[_LoopPlan] = Memo(64 << 20)
+_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+#: Per GEMM/ALU record type, the fields its plan depends on: all but the dependency flags and
+#: where its micro-ops are (their number and words complete the key)
+_PLAN_FIELDS = {
+    kind: tuple(f.name for f in fields(kind) if f.name not in _FLAGS + ("uop_bgn", "uop_end"))
+    for kind in (GemmInsn, AluInsn)
+}
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
 _PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
-_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
 
 class Executor:
@@ -94,10 +106,9 @@ class Executor:
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
         #: GEMM/ALU instructions already run, by instruction (less what the plan does not
-        #: depend on: :meth:`_plan_key`) and micro-op words: their checks passed and their step
+        #: depend on: :func:`_plan_key`) and micro-op words: their checks passed and their step
         #: indices are known (they depend on nothing else)
-        self._plans: dict[tuple[Instruction, bytes], _LoopPlan] = {}
-        self._plan_keys: dict[Instruction, Instruction] = {}
+        self._plans: dict[tuple[tuple[object, ...], bytes], _LoopPlan] = {}
 
     def run(
         self,
@@ -288,10 +299,14 @@ class Executor:
                 f"{depth} (the micro-op buffer's depth)",
             )
         uops = self.state.uop[insn.uop_bgn : insn.uop_end]
-        key = (self._plan_key(insn), uops.tobytes())
+        key = (_plan_key(insn), uops.tobytes())
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(index, insn, uops)
+            plan = SHARED_PLANS.get((self.cfg, *key))
+            if plan is None:
+                plan = self._plan(index, insn, uops)
+                if plan.reusable:
+                    SHARED_PLANS.put((self.cfg, *key), plan, _freeze(plan))
             if plan.reusable:
                 self._plans[key] = plan
         if self.races is not None:
@@ -318,16 +333,6 @@ class Executor:
                 acc[rows] = wrapped
             out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
-
-    def _plan_key(self, insn: GemmInsn | AluInsn) -> Instruction:
-        """``insn`` without what its plan does not depend on: its dependency flags, and where
-        its micro-ops are (their words are the rest of the key). Found once per instruction."""
-        key = self._plan_keys.get(insn)
-        if key is None:
-            flags: dict[str, Any] = dict.fromkeys(_FLAGS, False)
-            uop_end = insn.uop_end - insn.uop_bgn
-            key = self._plan_keys[insn] = replace(insn, **flags, uop_bgn=0, uop_end=uop_end)
-        return key
 
     def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
         """Check ``insn``'s steps with these micro-ops and work out the rows they use."""
@@ -557,6 +562,27 @@ class _LoopPlan:
     rows: np.ndarray | slice  # a slice when they are consecutive
     reusable: bool
     reached: dict[Operand, np.ndarray] | None = None
+
+
+def _plan_key(insn: GemmInsn | AluInsn) -> tuple[object, ...]:
+    """``insn`` as far as its plan depends on it (:data:`_PLAN_FIELDS`)."""
+    names = _PLAN_FIELDS[type(insn)]
+    return (type(insn), insn.uop_end - insn.uop_bgn, *(getattr(insn, name) for name in names))
+
+
+def _freeze(value: object) -> int:
+    """Make every array in ``value`` (a plan, its fields, their dicts and sequences)
+    read-only, and return their bytes: what a shared plan holds."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+        return int(value.nbytes)
+    if isinstance(value, dict):
+        return sum(_freeze(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_freeze(v) for v in value)
+    if is_dataclass(value):
+        return sum(_freeze(getattr(value, f.name)) for f in fields(value))
+    return 0
 
 
 def _window_free(

@@ -1,0 +1,140 @@
+"""The functional simulator's shared GEMM/ALU plans: the byte-bounded memo that holds them
+behaves as a least-recently-used cache (against a plain reference model), a plan is shared only
+between instructions and configurations it holds for (its checks run again for another
+configuration; its key covers every field but the dependency flags and where the micro-ops
+are), shared plans cannot be changed, and a run that finds its plans made gives what a run that
+makes them gives."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from isa import AccelConfig, AluInsn, AluOp, FinishInsn, GemmInsn, MemId, MemInsn, Opcode
+from simulator import FunctionalSimulator, SimulationError
+from simulator.execute import _FLAGS, SHARED_PLANS, _plan_key
+from simulator.memo import Memo
+from tests.conformance.cases import CASES
+
+TINY = AccelConfig.preset("tiny")
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.integers(0, 7), st.integers(0, 12)),
+        st.tuples(st.just("get"), st.integers(0, 7), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@given(st.integers(0, 24), _OPERATIONS)
+def test_the_memo_keeps_the_most_recently_used_values_within_its_budget(budget, operations):
+    memo: Memo[str] = Memo(budget)
+    model: list[tuple[int, str, int]] = []  # (key, value, bytes), least recently used first
+    for step, (action, key, nbytes) in enumerate(operations):
+        held = {k: (v, n) for k, v, n in model}
+        if action == "get":
+            assert memo.get(key) == held.get(key, (None,))[0]
+            if key in held:
+                model = [e for e in model if e[0] != key] + [(key, *held[key])]
+            continue
+        memo.put(key, f"value {step}", nbytes)
+        if nbytes <= budget:
+            model = [e for e in model if e[0] != key] + [(key, f"value {step}", nbytes)]
+            while sum(n for _, _, n in model) > budget:
+                model.pop(0)
+        assert memo.held == sum(n for _, _, n in model) <= budget
+        assert len(memo) == len(model)
+    for key, value, _ in model:
+        assert memo.get(key) == value
+
+
+def test_a_memo_budget_is_bytes():
+    with pytest.raises(ValueError, match="budget"):
+        Memo(-1)
+
+
+def _uop_load() -> MemInsn:
+    return MemInsn(
+        opcode=Opcode.LOAD,
+        memory_type=MemId.UOP,
+        sram_base=0,
+        dram_base=0,
+        y_size=1,
+        x_size=2,
+        x_stride=2,
+    )
+
+
+def test_a_plan_made_for_one_configuration_is_checked_again_for_another():
+    small = dataclasses.replace(TINY, acc_buff_size=TINY.acc_buff_size // 2)
+    rows = TINY.acc_buff_depth
+    # the steps reach accumulator row rows - 2: inside TINY's buffer, beyond the smaller one's
+    gemm = GemmInsn(uop_bgn=0, uop_end=1, iter_out=3, iter_in=1, dst_factor_out=rows // 2 - 1)
+    program = [_uop_load(), gemm, FinishInsn()]
+    FunctionalSimulator(TINY).run(program, np.zeros(4096, dtype=np.uint8))
+    with pytest.raises(SimulationError, match=f"reaches ACC row {rows - 2} through dst_idx"):
+        FunctionalSimulator(small).run(program, np.zeros(4096, dtype=np.uint8))
+
+
+def _changed(value: object) -> object:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, AluOp):
+        return next(op for op in AluOp if op is not value)
+    assert isinstance(value, int)
+    return value + 1
+
+
+@pytest.mark.parametrize(
+    "insn",
+    [
+        GemmInsn(uop_bgn=2, uop_end=5, iter_out=2, iter_in=3),
+        AluInsn(uop_bgn=2, uop_end=5, iter_out=2, iter_in=3, alu_opcode=AluOp.SHR, imm=3),
+    ],
+    ids=["gemm", "alu"],
+)
+def test_a_plan_key_covers_every_field_but_the_flags_and_where_the_micro_ops_are(insn):
+    key = _plan_key(insn)
+    assert _plan_key(dataclasses.replace(insn, uop_bgn=7, uop_end=10)) == key
+    for field in dataclasses.fields(insn):
+        if field.name in ("uop_bgn", "uop_end"):
+            continue
+        changed = dataclasses.replace(insn, **{field.name: _changed(getattr(insn, field.name))})
+        assert (_plan_key(changed) == key) == (field.name in _FLAGS), field.name
+
+
+def _case_runs(case):
+    built = case.build(TINY, 0)
+    dram = built.dram.copy()
+    result = FunctionalSimulator(TINY).run(built.program, dram)
+    return dram, result.events
+
+
+_CASES = ["alu_shr_vec", "blocked_gemm_vt2", "conv2d_small", "compiled_conv3x3_rows_vt2"]
+
+
+@pytest.mark.parametrize("name", _CASES)
+def test_a_run_from_shared_plans_equals_a_run_that_makes_them(name):
+    case = next(c for c in CASES if c.name == name)
+    SHARED_PLANS.clear()
+    cold_dram, cold_events = _case_runs(case)
+    assert len(SHARED_PLANS) > 0
+    warm_dram, warm_events = _case_runs(case)
+    assert np.array_equal(warm_dram, cold_dram)
+    assert warm_events == cold_events
+
+
+def test_shared_plans_cannot_be_changed():
+    SHARED_PLANS.clear()
+    _case_runs(next(c for c in CASES if c.name == "blocked_gemm_vt2"))
+    plan = next(iter(SHARED_PLANS._values.values()))[0]
+    arrays = [a for a in plan.touched.values() if isinstance(a, np.ndarray)]
+    arrays += [a for a in (plan.reached or {}).values()]
+    assert arrays
+    for array in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            array[...] = 0
