@@ -78,8 +78,9 @@ SHARED_PLANS: Memo[_LoopPlan] = Memo(64 << 20)
 _FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 #: Per GEMM/ALU record type, the fields its plan depends on: all but the dependency flags and
 #: where its micro-ops are (their number and words complete the key)
+_UNPLANNED = (*_FLAGS, "uop_bgn", "uop_end")
 _PLAN_FIELDS = {
-    kind: tuple(f.name for f in fields(kind) if f.name not in _FLAGS + ("uop_bgn", "uop_end"))
+    kind: tuple(f.name for f in fields(kind) if f.name not in _UNPLANNED)
     for kind in (GemmInsn, AluInsn)
 }
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}

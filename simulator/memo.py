@@ -1,23 +1,27 @@
-"""A process-wide memo of pure computations' results, bounded in bytes.
+"""Process-wide memos of pure computations' results, bounded in bytes.
 
-The functional simulator keeps here what it works out from an instruction and its micro-ops
-alone (the checks passed and the rows of every step: a GEMM or ALU instruction's plan), so a
-later run of the same micro-kernel, in the same program run again or in another program (the
-layers of a network share kernels), starts from it. Values must not change once stored (the
-caller freezes their arrays); the least recently used go first when the bytes held pass the
-budget. Safe to share between threads.
+The simulators keep in them what they work out from one instruction alone: the functional
+simulator a GEMM or ALU instruction's plan (the checks it passed and the rows of every step,
+from the instruction and its micro-ops), the timing model a LOAD's or STORE's run on its own
+(from the transfer's shape). A later run of the same instruction, in the same program run again
+or in another program (a network's layers share kernels and transfer shapes), starts from it.
+Values must not change once stored; the least recently used go first when the bytes held pass
+the budget. Safe to share between threads. :func:`clear_memos` empties them all (a first run in
+a fresh process, for a benchmark).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["Memo"]
+__all__ = ["Memo", "clear_memos"]
 
 V = TypeVar("V")
+_MEMOS: weakref.WeakSet[Memo] = weakref.WeakSet()
 
 
 class Memo(Generic[V]):
@@ -30,6 +34,7 @@ class Memo(Generic[V]):
         self._values: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
+        _MEMOS.add(self)
 
     def get(self, key: Hashable) -> V | None:
         """The value stored under ``key`` (now the most recently used), or None."""
@@ -68,3 +73,9 @@ class Memo(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+def clear_memos() -> None:
+    """Empty every memo of the process."""
+    for memo in list(_MEMOS):
+        memo.clear()

@@ -21,13 +21,16 @@ passed through (its position in the transfer and the bursts in flight: they deci
 and jumps from there.
 
 A plan depends only on how the transfer's rows sit in the bus's beats and the 4 KiB pages
-(:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding. The cycle-stepped
-scheduler uses none of this, and the tests hold the two schedulers to the same cycles,
-activities and bursts.
+(:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding (with the
+configuration and the timing parameters). A run keeps its plans by shape; :data:`SHARED_PLANS`
+keeps them for every run in the process (at most about 32 MiB, the least recently used going
+first). The cycle-stepped scheduler uses none of this, and the tests hold the two schedulers to
+the same cycles, activities and bursts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,12 +38,16 @@ from isa import AccelConfig, TimingConfig
 from simulator.engines import Activity, Engine, LoadEngine, StoreEngine
 from simulator.errors import SimulationError
 from simulator.events import Event, StoreEvent
+from simulator.memo import Memo
 from simulator.ports import NEVER, Burst, ReadPort, TransferRows
 
 if TYPE_CHECKING:
     from simulator.units import Module
 
-__all__ = ["LoadsAlone", "PlannedStoreEngine"]
+__all__ = ["SHARED_PLANS", "LoadsAlone", "PlannedStoreEngine"]
+
+#: Estimated bytes of a burst and of a LOAD state a plan holds (for :data:`SHARED_PLANS`)
+_BURST_BYTES, _STATE_BYTES = 128, 512
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,30 @@ class _Plan:
     def beats(self) -> int:
         return sum(b.beats for b in self.bursts)
 
+    @property
+    def nbytes(self) -> int:
+        """About the bytes the plan holds."""
+        states = _STATE_BYTES * len(self.cycles)
+        return len(self.activity) + _BURST_BYTES * len(self.bursts) + states
+
     def count(self, counts: list[int], low: int, high: int) -> None:
         """Add the activity of cycles ``low`` to ``high`` (excluded) to ``counts``."""
         for kind in self.kinds:
             counts[kind] += self.activity.count(kind, low, high)
+
+
+#: LOAD and STORE plans by kind, configuration, timing parameters, unit (LOADs) and shape,
+#: shared by every run in the process (module docstring)
+SHARED_PLANS: Memo[_Plan] = Memo(32 << 20)
+
+
+def _shared(key: tuple[object, ...], make: Callable[[], _Plan]) -> _Plan:
+    """The shared plan of ``key``, made by ``make`` (and shared) when there is none."""
+    plan = SHARED_PLANS.get(key)
+    if plan is None:
+        plan = make()
+        SHARED_PLANS.put(key, plan, plan.nbytes)
+    return plan
 
 
 def _state(t: int, port: ReadPort, engine: LoadEngine) -> tuple[object, ...]:
@@ -169,7 +196,9 @@ class PlannedStoreEngine(Engine):
         key = rows.shape()
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = _store_plan(StoreEngine(self.cfg, self.timing), event)
+            engine = StoreEngine(self.cfg, self.timing)
+            shared = ("STORE", self.cfg, self.timing, key)
+            plan = self.plans[key] = _shared(shared, lambda: _store_plan(engine, event))
         return plan
 
     def start(self, t: int, event: Event) -> None:
@@ -243,10 +272,12 @@ class LoadsAlone:
         key = engine.shape()
         plan = self.plans.get(key)
         if plan is None:
-            assert engine.event is not None, "a LOAD engine is planned while it runs a LOAD"
+            event = engine.event
+            assert event is not None, "a LOAD engine is planned while it runs a LOAD"
             alone = LoadEngine(self.cfg, self.timing, engine.unit)
             alone.port = ReadPort(self.timing, [alone])
-            plan = self.plans[key] = _load_plan(alone, engine.event)
+            shared = ("LOAD", self.cfg, self.timing, engine.unit, key)
+            plan = self.plans[key] = _shared(shared, lambda: _load_plan(alone, event))
         return plan
 
     @staticmethod

@@ -1,9 +1,10 @@
-"""The functional simulator's shared GEMM/ALU plans: the byte-bounded memo that holds them
-behaves as a least-recently-used cache (against a plain reference model), a plan is shared only
-between instructions and configurations it holds for (its checks run again for another
-configuration; its key covers every field but the dependency flags and where the micro-ops
-are), shared plans cannot be changed, and a run that finds its plans made gives what a run that
-makes them gives."""
+"""Plans shared by every run in the process (:mod:`simulator.memo`): the byte-bounded memo that
+holds them behaves as a least-recently-used cache (against a plain reference model); a GEMM/ALU
+plan is shared only between instructions and configurations it holds for (its checks run again
+for another configuration; its key covers every field but the dependency flags and where the
+micro-ops are) and cannot be changed; a transfer's plan only between runs with the same timing
+parameters; and a run that finds its plans made gives what a run that makes them gives, values,
+events and timing."""
 
 from __future__ import annotations
 
@@ -14,10 +15,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from isa import AccelConfig, AluInsn, AluOp, FinishInsn, GemmInsn, MemId, MemInsn, Opcode
-from simulator import FunctionalSimulator, SimulationError
+from isa import (
+    AccelConfig,
+    AluInsn,
+    AluOp,
+    FinishInsn,
+    GemmInsn,
+    MemId,
+    MemInsn,
+    Opcode,
+    TimingConfig,
+)
+from simulator import CycleSimulator, FunctionalSimulator, SimulationError, clear_memos
 from simulator.execute import _FLAGS, SHARED_PLANS, _plan_key
 from simulator.memo import Memo
+from simulator.plans import SHARED_PLANS as TRANSFER_PLANS
 from tests.conformance.cases import CASES
 
 TINY = AccelConfig.preset("tiny")
@@ -107,11 +119,12 @@ def test_a_plan_key_covers_every_field_but_the_flags_and_where_the_micro_ops_are
         assert (_plan_key(changed) == key) == (field.name in _FLAGS), field.name
 
 
-def _case_runs(case):
+def _case_runs(case, timing: TimingConfig | None = None):
     built = case.build(TINY, 0)
     dram = built.dram.copy()
-    result = FunctionalSimulator(TINY).run(built.program, dram)
-    return dram, result.events
+    stats = CycleSimulator(TINY, timing).run(built.program, dram)
+    events = FunctionalSimulator(TINY).run(built.program, built.dram.copy()).events
+    return dram, events, stats
 
 
 _CASES = ["alu_shr_vec", "blocked_gemm_vt2", "conv2d_small", "compiled_conv3x3_rows_vt2"]
@@ -120,16 +133,28 @@ _CASES = ["alu_shr_vec", "blocked_gemm_vt2", "conv2d_small", "compiled_conv3x3_r
 @pytest.mark.parametrize("name", _CASES)
 def test_a_run_from_shared_plans_equals_a_run_that_makes_them(name):
     case = next(c for c in CASES if c.name == name)
-    SHARED_PLANS.clear()
-    cold_dram, cold_events = _case_runs(case)
-    assert len(SHARED_PLANS) > 0
-    warm_dram, warm_events = _case_runs(case)
-    assert np.array_equal(warm_dram, cold_dram)
-    assert warm_events == cold_events
+    clear_memos()
+    cold = _case_runs(case)
+    assert len(SHARED_PLANS) > 0 and len(TRANSFER_PLANS) > 0
+    warm = _case_runs(case)
+    assert np.array_equal(warm[0], cold[0])
+    assert warm[1:] == cold[1:]
+
+
+def test_transfer_plans_are_shared_only_under_the_same_timing_parameters():
+    case = next(c for c in CASES if c.name == "blocked_gemm_vt2")
+    slow = TimingConfig(read_latency=9, write_response_latency=7)
+    clear_memos()
+    _case_runs(case)  # plans under the default timing
+    after_default = _case_runs(case, slow)[2]
+    clear_memos()
+    alone = _case_runs(case, slow)[2]
+    assert after_default == alone
+    assert alone.cycles != _case_runs(case)[2].cycles
 
 
 def test_shared_plans_cannot_be_changed():
-    SHARED_PLANS.clear()
+    clear_memos()
     _case_runs(next(c for c in CASES if c.name == "blocked_gemm_vt2"))
     plan = next(iter(SHARED_PLANS._values.values()))[0]
     arrays = [a for a in plan.touched.values() if isinstance(a, np.ndarray)]
