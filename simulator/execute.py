@@ -136,12 +136,12 @@ class Executor:
             }
             if load:
                 pads = {name: getattr(insn, name) for name in _PADS}
-                return self._load(index, insn, clock, LoadEvent(**common, **pads))
-            return self._store(index, insn, clock, StoreEvent(**common))
+                return self._load(index, insn, clock, LoadEvent.of(common | pads))
+            return self._store(index, insn, clock, StoreEvent.of(common))
         if isinstance(insn, GemmInsn | AluInsn):
             return self._loop(index, insn, clock, common)
         assert isinstance(insn, FinishInsn)
-        return FinishEvent(**common)
+        return FinishEvent.of(common)
 
     def _fail(self, index: int, message: str) -> SimulationError:
         return SimulationError(message, index=index, insn=self.instructions[index])
@@ -284,12 +284,16 @@ class Executor:
         self, index: int, insn: GemmInsn | AluInsn, clock: Sequence[int], common: dict
     ) -> Event:
         n = insn.uop_end - insn.uop_bgn
-        fields: dict[str, Any] = {"reset": insn.reset_reg, "uops": max(n, 0)}
-        fields |= {"iter_out": insn.iter_out, "iter_in": insn.iter_in}
+        common |= {
+            "reset": insn.reset_reg,
+            "uops": max(n, 0),
+            "iter_out": insn.iter_out,
+            "iter_in": insn.iter_in,
+        }
         if isinstance(insn, GemmInsn):
-            event: Event = GemmEvent(**common, **fields)
+            event: Event = GemmEvent.of(common)
         else:
-            event = AluEvent(**common, **fields, op=insn.alu_opcode, use_imm=insn.use_imm)
+            event = AluEvent.of(common | {"op": insn.alu_opcode, "use_imm": insn.use_imm})
         if insn.iter_out == 0 or insn.iter_in == 0 or n == 0:
             return event
         depth = self.cfg.uop_buff_depth

@@ -2,9 +2,13 @@
 ALU with an immediate operand (one value for every lane, the common case) computes what the
 lane-by-lane path computes with that value in every lane, for every operation, every
 configuration's widths and the extreme values of both operands; the read-after-write window
-is skipped only where the search would find nothing."""
+is skipped only where the search would find nothing; events made without their classes'
+``__init__`` (:meth:`~simulator.Event.of`) are the events ``__init__`` makes."""
+
+import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +22,10 @@ from isa import (
     step_indices,
     window_violation,
 )
+from simulator import FunctionalSimulator
 from simulator.execute import _window_free
 from simulator.state import alu_apply
+from tests.conformance.cases import CASES
 
 _CONFIGS = [AccelConfig.preset(name) for name in AccelConfig.preset_names()]
 
@@ -95,3 +101,15 @@ def test_the_window_shortcut_never_skips_a_violation(loop, window):
     written = np.unique(steps[0][Operand.DST])
     if _window_free(insn, steps, written):
         assert window_violation(insn, bases, window) is None
+
+
+@pytest.mark.parametrize("name", ["padded_load_all", "alu_add_vec", "blocked_gemm_vt2"])
+def test_events_have_their_classes_fields_and_equal_those_init_makes(name):
+    cfg = AccelConfig.preset("tiny")
+    built = next(c for c in CASES if c.name == name).build(cfg, 0)
+    events = FunctionalSimulator(cfg).run(built.program, built.dram.copy()).events
+    assert {type(e).__name__ for e in events} >= {"LoadEvent", "StoreEvent", "FinishEvent"}
+    for event in events:
+        assert set(vars(event)) == {f.name for f in dataclasses.fields(event)}
+        made = type(event)(**vars(event))
+        assert made == event and hash(made) == hash(event) and repr(made) == repr(event)
