@@ -7,7 +7,8 @@ store modules each run their instructions in order, pop their tokens before and 
 block on an empty counter. The scheduler (:mod:`simulator.scheduler`) runs each module until it
 blocks; when none can move, the program is deadlocked. Races are found exactly, whatever order
 the modules run in (:mod:`simulator.races`); values are computed by :mod:`simulator.execute`.
-This module checks the arguments and the program before anything runs.
+This module checks the arguments and the program before anything runs (a program's
+instructions once per configuration: a :class:`~isa.Program` run again is not checked again).
 
 A run returns a :class:`~simulator.events.RunResult` (events and VTA's profiler counters) and
 leaves the results in the caller's DRAM array.
@@ -49,12 +50,17 @@ from simulator.arguments import (
 from simulator.errors import SimulationError
 from simulator.events import RunResult
 from simulator.exact import one_blas_thread
-from simulator.scheduler import Scheduler
+from simulator.memo import Memo
+from simulator.scheduler import Routing, Scheduler
 
 __all__ = ["FunctionalSimulator"]
 
 _DEFAULT_ORDER = (Stage.LOAD, Stage.COMPUTE, Stage.STORE)
 _RECORDS = (MemInsn, GemmInsn, AluInsn, FinishInsn)
+#: Programs' instruction tuples validated for a configuration, with their routing, by the
+#: configuration and the tuple's identity (each entry holds its tuple)
+_CHECKED: Memo[tuple[tuple[Instruction, ...], Routing]] = Memo(16 << 20)
+_ROUTING_BYTES = 512  # about what a routing holds per instruction
 
 
 class FunctionalSimulator:
@@ -102,14 +108,28 @@ class FunctionalSimulator:
             except EncodingError as err:
                 # A micro-op of the table does not fit its field; the detail names its index.
                 raise SimulationError(f"micro-op table: {err.detail}") from None
+            routing = self._checked(program.instructions)
             instructions = program.instructions
         else:
             instructions = tuple(self._record(i, insn) for i, insn in enumerate(program))
-        self._validate(instructions)
+            self._validate(instructions)
+            routing = Routing(instructions)
         with one_blas_thread():
             return Scheduler(
-                self.cfg, self.module_order, instructions, dram, self.detect_races
+                self.cfg, self.module_order, instructions, routing, dram, self.detect_races
             ).execute()
+
+    def _checked(self, instructions: tuple[Instruction, ...]) -> Routing:
+        """A program's instructions validated and routed, once per tuple of them (a
+        :class:`~isa.Program` run again brings the same tuple: both depend on nothing else)."""
+        key = (self.cfg, id(instructions))
+        checked = _CHECKED.get(key)
+        if checked is None or checked[0] is not instructions:
+            self._validate(instructions)
+            checked = (instructions, Routing(instructions))
+            # the entry holds the tuple, so its id names no other tuple while it is kept
+            _CHECKED.put(key, checked, _ROUTING_BYTES * len(instructions))
+        return checked[1]
 
     def _record(self, index: int, insn: Instruction | int) -> Instruction:
         if isinstance(insn, int) and not isinstance(insn, bool):

@@ -31,7 +31,7 @@ from typing import TypeAlias
 
 import numpy as np
 
-from isa import AccelConfig, Instruction, MemId, Stage, stage_of
+from isa import AccelConfig, Instruction, MemId, Stage
 from simulator.errors import RaceError, SimulationError
 
 __all__ = ["Access", "DramSpan", "RaceDetector", "Space"]
@@ -205,10 +205,16 @@ class RaceDetector:
     """Checks and records every shared access of a run (see the module docstring)."""
 
     def __init__(
-        self, cfg: AccelConfig, instructions: Sequence[Instruction], dram_bytes: int
+        self,
+        cfg: AccelConfig,
+        instructions: Sequence[Instruction],
+        stages: Sequence[Stage],
+        dram_bytes: int,
     ) -> None:
+        """Detect races among ``instructions``, which run on ``stages`` (one each), in a run
+        on ``dram_bytes`` bytes of DRAM."""
         self._instructions = instructions
-        self._module = [stage_of(insn) - 1 for insn in instructions]
+        self._module = [stage - 1 for stage in stages]
         self._program_index: list[list[int]] = [[] for _ in range(_MODULES)]
         for index, module in enumerate(self._module):
             self._program_index[module].append(index)

@@ -30,7 +30,7 @@ from simulator.execute import Executor
 from simulator.races import RaceDetector
 from simulator.state import DeviceState
 
-__all__ = ["Scheduler"]
+__all__ = ["Routing", "Scheduler"]
 
 
 @dataclass
@@ -44,8 +44,24 @@ class _Module:
     clock: list[int] = field(default_factory=lambda: [0] * len(Stage))
 
 
-#: Each token counter's position in :attr:`_Run.tokens`.
+#: Each token counter's position in :attr:`Scheduler.tokens`.
 _TOKEN_SLOT = {token: slot for slot, token in enumerate(Token)}
+
+
+class Routing:
+    """Per instruction of a program: its module and the counters it pops and pushes (as
+    Tokens for its event, as positions for the scheduler); and each module's instructions.
+    It depends on the instructions only, so a program run again reuses it."""
+
+    def __init__(self, instructions: Sequence[Instruction]) -> None:
+        self.stages = [stage_of(insn) for insn in instructions]
+        self.pops = [popped_tokens(insn) for insn in instructions]
+        self.pushes = [pushed_tokens(insn) for insn in instructions]
+        self.pop_slots = [tuple(_TOKEN_SLOT[t] for t in pops) for pops in self.pops]
+        self.push_slots = [tuple(_TOKEN_SLOT[t] for t in pushes) for pushes in self.pushes]
+        self.by_stage: dict[Stage, list[int]] = {stage: [] for stage in Stage}
+        for index, stage in enumerate(self.stages):
+            self.by_stage[stage].append(index)
 
 
 class Scheduler:
@@ -56,6 +72,7 @@ class Scheduler:
         cfg: AccelConfig,
         order: Sequence[Stage],
         instructions: Sequence[Instruction],
+        routing: Routing,
         dram: np.ndarray,
         detect_races: bool,
     ) -> None:
@@ -68,17 +85,11 @@ class Scheduler:
         self.fetched = 0
         self.events: list[Event] = []
         self.finished = False
-        # Per instruction, decoded once: its module and the counters it pops and pushes (as
-        # Tokens for its event, as positions for the scheduler).
-        self.stages = [stage_of(insn) for insn in instructions]
-        self.pops = [popped_tokens(insn) for insn in instructions]
-        self.pushes = [pushed_tokens(insn) for insn in instructions]
-        self.pop_slots = [tuple(_TOKEN_SLOT[t] for t in pops) for pops in self.pops]
-        self.push_slots = [tuple(_TOKEN_SLOT[t] for t in pushes) for pushes in self.pushes]
-        self.by_stage: dict[Stage, list[int]] = {stage: [] for stage in Stage}
-        for index, stage in enumerate(self.stages):
-            self.by_stage[stage].append(index)
-        races = RaceDetector(self.cfg, instructions, len(dram)) if detect_races else None
+        self.stages = routing.stages
+        self.pops, self.pushes = routing.pops, routing.pushes
+        self.pop_slots, self.push_slots = routing.pop_slots, routing.push_slots
+        self.by_stage = routing.by_stage
+        races = RaceDetector(cfg, instructions, self.stages, len(dram)) if detect_races else None
         self.executor = Executor(self.cfg, DeviceState.zeros(self.cfg), dram, instructions, races)
         self.token_limit = (1 << self.cfg.token_counter_bits) - 1
 

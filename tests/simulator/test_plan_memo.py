@@ -3,8 +3,9 @@ holds them behaves as a least-recently-used cache (against a plain reference mod
 plan is shared only between instructions and configurations it holds for (its checks run again
 for another configuration; its key covers every field but the dependency flags and where the
 micro-ops are) and cannot be changed; a transfer's plan only between runs with the same timing
-parameters; and a run that finds its plans made gives what a run that makes them gives, values,
-events and timing."""
+parameters; a program's instruction tuple is checked once per configuration, and a bad one is
+refused every time; and a run that finds its plans made gives what a run that makes them gives,
+values, events and timing."""
 
 from __future__ import annotations
 
@@ -163,3 +164,29 @@ def test_shared_plans_cannot_be_changed():
     for array in arrays:
         with pytest.raises(ValueError, match="read-only"):
             array[...] = 0
+
+
+def test_a_program_is_checked_once_and_a_bad_one_every_time(monkeypatch):
+    checks = []
+    validate = FunctionalSimulator._validate
+
+    def counted(self, instructions):
+        checks.append(len(instructions))
+        validate(self, instructions)
+
+    monkeypatch.setattr(FunctionalSimulator, "_validate", counted)
+    built = next(c for c in CASES if c.name == "blocked_gemm_vt2").build(TINY, 0)
+    clear_memos()
+    for _ in range(3):
+        FunctionalSimulator(TINY).run(built.program, built.dram.copy())
+    assert len(checks) == 1
+    copy = dataclasses.replace(built.program, instructions=list(built.program.instructions))
+    FunctionalSimulator(TINY).run(copy, built.dram.copy())  # equal, but another tuple
+    assert len(checks) == 2
+    last = len(built.program.instructions) - 1
+    bad = dataclasses.replace(
+        built.program, instructions=[*built.program.instructions[:last], FinishInsn(), FinishInsn()]
+    )
+    for _ in range(2):
+        with pytest.raises(SimulationError, match="FINISH must be the last"):
+            FunctionalSimulator(TINY).run(bad, built.dram.copy())
