@@ -106,6 +106,23 @@ class Executor:
         uop_format = instruction_set(cfg).uop
         self._uop_fields = [uop_format.field(op.uop_field) for op in Operand]
         self._uop_reserved = uop_format.reserved_mask
+        #: per memory type a LOAD writes: its SRAM buffer, and the element type and the shape
+        #: of a row there (micro-ops are decoded field by field instead)
+        acc = state.acc
+        self._buffers = {
+            MemId.UOP: state.uop,
+            MemId.INP: state.inp,
+            MemId.WGT: state.wgt,
+            MemId.ACC: acc,
+            MemId.ACC_8BIT: acc,
+        }
+        b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+        self._row_types = {
+            MemId.INP: (signed_dtype(cfg.inp_width), (b, bi)),
+            MemId.WGT: (signed_dtype(cfg.wgt_width), (bo, bi)),
+            MemId.ACC: (signed_dtype(cfg.acc_width), (b, bo)),
+            MemId.ACC_8BIT: (signed_dtype(8), (b, bo)),
+        }
         #: GEMM/ALU instructions already run, by instruction (less what the plan does not
         #: depend on: :func:`_plan_key`) and micro-op words: their checks passed and their step
         #: indices are known (they depend on nothing else)
@@ -189,7 +206,8 @@ class Executor:
         mem, elem_bytes = insn.memory_type, event.elem_bytes
         if insn.x_size == 0:
             return event
-        depth = self.cfg.buffer_depth(mem)
+        target = self._buffers[mem]
+        depth = len(target)
         end = insn.sram_base + event.sram_rows
         if end > depth:
             raise self._fail(
@@ -205,7 +223,6 @@ class Executor:
                 sram_rows = slice(insn.sram_base, end)
                 accesses.append(Access(_SRAM_SPACE[mem], True, sram_rows))
             self.races.access(clock, index, accesses)
-        target = self._sram(mem)
         width = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         shape = (event.sram_rows // width, width, *target.shape[1:])
         block = np.reshape(target[insn.sram_base : end], shape, copy=False)  # SRAM, in place
@@ -216,18 +233,8 @@ class Executor:
         ] = rows
         return event
 
-    def _sram(self, mem: MemId) -> np.ndarray:
-        return {
-            MemId.UOP: self.state.uop,
-            MemId.INP: self.state.inp,
-            MemId.WGT: self.state.wgt,
-            MemId.ACC: self.state.acc,
-            MemId.ACC_8BIT: self.state.acc,
-        }[mem]
-
     def _decode(self, index: int, mem: MemId, raw: np.ndarray, insn: MemInsn) -> np.ndarray:
         """DRAM bytes (y_size, x_size * elem_bytes) as SRAM rows (y_size, x_size, ...)."""
-        cfg = self.cfg
         y, x = insn.y_size, insn.x_size
         if mem is MemId.UOP:
             words = np.ascontiguousarray(raw).view("<u4").astype(np.int64).reshape(y, x)
@@ -240,15 +247,9 @@ class Executor:
                 )
             fields = [(words >> f.offset) & ((1 << f.width) - 1) for f in self._uop_fields]
             return np.stack(fields, axis=-1)
-        b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
-        width, shape = {
-            MemId.INP: (cfg.inp_width, (b, bi)),
-            MemId.WGT: (cfg.wgt_width, (bo, bi)),
-            MemId.ACC: (cfg.acc_width, (b, bo)),
-            MemId.ACC_8BIT: (8, (b, bo)),
-        }[mem]
+        dtype, shape = self._row_types[mem]
         # each row's bytes are contiguous: a typed view of DRAM, without a copy
-        return raw.view(signed_dtype(width)).reshape(y, x, *shape)
+        return raw.view(dtype).reshape(y, x, *shape)
 
     # ------------------------------------------------------------------ STORE
     def _store(self, index: int, insn: MemInsn, clock: Sequence[int], event: StoreEvent) -> Event:
