@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -48,10 +48,10 @@ class Space(Enum):
     DRAM = "DRAM"
 
 
-@dataclass(frozen=True)
-class DramSpan:
+class DramSpan(NamedTuple):
     """The DRAM granules of a 2-D transfer: ``rows`` runs of ``length`` granules, each
-    ``stride`` granules after the one before, from granule ``first``."""
+    ``stride`` granules after the one before, from granule ``first``. (Named tuples, this and
+    the classes below: a run makes one or more per instruction.)"""
 
     first: int
     rows: int
@@ -73,8 +73,7 @@ class DramSpan:
         return (firsts[:, None] + np.arange(self.length, dtype=np.int64)).reshape(-1)
 
 
-@dataclass(frozen=True)
-class _Grid:
+class _Grid(NamedTuple):
     """Table positions of a strided run: ``rows`` runs of ``length``, ``stride`` apart, from
     ``start`` (read and written through a strided view, row by row)."""
 
@@ -89,8 +88,7 @@ class _Grid:
 Positions: TypeAlias = np.ndarray | slice | _Grid
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(NamedTuple):
     """An instruction reads or writes ``positions`` of ``space``: SRAM rows, or the DRAM
     granules of a :class:`DramSpan` (:meth:`RaceDetector.dram_granules`). ``order``, for SRAM
     rows, lists them (repeats allowed) in the order the instruction reaches them: a race is
