@@ -8,7 +8,8 @@ count and bus beats, the cycle-level model's count and its error against the RTL
 calibration table), each level's wall time, simulated cycles per second (the RTL's cycles over
 each level's wall time) and the ratios of wall times, and checks that every level left the same
 DRAM. The RTL runs a configuration's programs in one simulator process; its start-up and the
-model's build (or cache lookup) are reported apart. A level is one entry of ``LEVELS``.
+model's build (or cache lookup) are reported apart. The simulators' memos are cleared before
+each level's batch (``simulator.clear_memos``). A level is one entry of ``LEVELS``.
 
 Run: ``python benchmarks/rtl_vs_sim.py [--fresh-build]`` (``--fresh-build`` builds the
 Verilator models in a temporary folder, to time the builds).
@@ -29,6 +30,7 @@ from isa import AccelConfig, Program
 from runtime import DeviceKind, open_device
 from runtime.devices import AXI_RAM_TIMING
 from runtime.kernels import RESNET18_C2
+from simulator import clear_memos
 from tests.conformance.cases import CASES
 from tests.conformance.common import Size
 from tests.conformance.conv_cases import build_conv2d
@@ -77,6 +79,7 @@ def measure(preset: str, cache_dir: Path) -> tuple[list[list], dict]:
         device = open_device(kind, cfg, **_options(kind, cache_dir))
         summary[f"{kind.value} open s"] = time.perf_counter() - started
         jobs = [(program, initial.copy()) for _, program, initial in items]
+        clear_memos()  # a level reuses nothing another level's runs worked out
         started = time.perf_counter()
         stats = device.run_many(jobs)
         batch = time.perf_counter() - started
