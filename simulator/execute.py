@@ -27,7 +27,7 @@ frozen, and a run keeps those it used.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
@@ -586,9 +586,17 @@ def _freeze(value: object) -> int:
         return sum(_freeze(v) for v in value.values())
     if isinstance(value, list | tuple):
         return sum(_freeze(v) for v in value)
-    if is_dataclass(value):
-        return sum(_freeze(getattr(value, f.name)) for f in fields(value))
+    names = _PLAN_PARTS.get(type(value))
+    if names is not None:
+        return sum(_freeze(getattr(value, name)) for name in names)
     return 0
+
+
+#: The fields of the classes a plan is made of (what :func:`_freeze` walks)
+_PLAN_PARTS: dict[type, tuple[str, ...]] = {
+    kind: tuple(f.name for f in fields(kind))
+    for kind in (_LoopPlan, _Reset, _Im2col, _GemmSteps, _AluSteps)
+}
 
 
 def _window_free(
