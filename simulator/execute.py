@@ -408,7 +408,7 @@ class Executor:
         if src is not None:
             first_write = np.full(self.cfg.acc_buff_depth, len(dst), dtype=np.int64)
             first_write[unique] = first
-            reads_written = bool(np.any(first_write[src] < np.arange(len(dst))))
+            reads_written = bool((first_write[src] < np.arange(len(dst))).any())
         if len(unique) == len(dst) and not reads_written:
             return _AluSteps(
                 _as_slice(dst), None if src is None else _as_slice(src), _AluMode.BATCH
@@ -500,7 +500,7 @@ def _accumulate(acc: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
     the values of each row summed first, in one sort and one segmented reduction."""
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    starts = _run_starts(ordered)
     if len(starts) == len(rows):  # no row repeats
         acc[rows] += values
         return
@@ -619,9 +619,19 @@ def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
     """``rows`` as a slice when they are consecutive and ascending (indexing by a slice gives
     views, without gathering, which the accumulator's wrap updates in place), else as they
     are."""
-    if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and np.all(np.diff(rows) == 1):
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and (rows[1:] - rows[:-1] == 1).all():
         return slice(int(rows[0]), int(rows[-1]) + 1)
     return rows
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours in ``values`` starts (positions, ascending). Array
+    methods and ufuncs only: numpy's Python-level helpers (``r_``, ``diff``, ``flatnonzero``)
+    cost more than the work on a few thousand values."""
+    change = np.empty(len(values), dtype=bool)
+    change[:1] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    return change.nonzero()[0]
 
 
 def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | _GemmSteps:
@@ -634,21 +644,21 @@ def _im2col_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col 
     of unequal sizes."""
     order = np.argsort(dst, kind="stable")
     ordered = dst[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    if len(dst) % len(starts) or np.any(np.diff(starts) != len(dst) // len(starts)):
+    starts = _run_starts(ordered)
+    if len(dst) % len(starts) or (starts[1:] - starts[:-1] != len(dst) // len(starts)).any():
         return None
     rows = ordered[starts]
     weights = wgt[order].reshape(len(rows), -1)
     sources = src[order].reshape(len(rows), -1)
     canonical = np.argsort(weights, axis=1, kind="stable")  # the same weights in one order
-    weights = np.ascontiguousarray(np.take_along_axis(weights, canonical, axis=1))
-    sources = np.take_along_axis(sources, canonical, axis=1)
+    by_row = np.arange(len(rows))[:, None]
+    weights, sources = weights[by_row, canonical], sources[by_row, canonical]
     # rows as opaque byte strings: one 1-D unique, far faster than ``np.unique(axis=0)``
     keys = weights.view(np.dtype((np.void, weights.itemsize * weights.shape[1]))).reshape(-1)
     _, first, of_class, sizes = np.unique(
         keys, return_index=True, return_inverse=True, return_counts=True
     )
-    if np.any(sizes != sizes[0]):
+    if (sizes != sizes[0]).any():
         return None
     by_class = np.argsort(of_class, kind="stable")
     shape = (len(sizes), int(sizes[0]))
@@ -660,9 +670,9 @@ def _im2col_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col 
 def _weight_groups(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:
     order = np.argsort(wgt, kind="stable")
     sorted_wgt = wgt[order]
-    starts = np.flatnonzero(np.r_[True, sorted_wgt[1:] != sorted_wgt[:-1]])
-    sizes = np.diff(np.r_[starts, len(order)])
-    uniform = bool(np.all(sizes == sizes[0]))
+    starts = _run_starts(sorted_wgt)
+    sizes = np.append(starts[1:], len(order)) - starts
+    uniform = bool((sizes == sizes[0]).all())
     return _GemmSteps(dst[order], src[order], sorted_wgt[starts], sizes, uniform)
 
 
