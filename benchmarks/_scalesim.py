@@ -60,12 +60,13 @@ class PeerRun:
         return self.cycles / self.seconds
 
 
-def peer(layer: ConvLayer, cap_seconds: float) -> PeerRun | None:
-    """SCALE-Sim on ``layer`` in a child process; None if it ran past ``cap_seconds``.
+def peer(layer: ConvLayer, cap_seconds: float, python: str = sys.executable) -> PeerRun | None:
+    """SCALE-Sim on ``layer`` in a child process of ``python`` (an interpreter that has
+    SCALE-Sim); None if it ran past ``cap_seconds``.
 
     Raises RuntimeError with SCALE-Sim's error output if it fails.
     """
-    command = [sys.executable, str(Path(__file__).resolve()), json.dumps(asdict(layer))]
+    command = [python, str(Path(__file__).resolve()), json.dumps(asdict(layer))]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap_seconds)
     except subprocess.TimeoutExpired:

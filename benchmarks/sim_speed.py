@@ -25,13 +25,15 @@ Peers measured in the same run:
   count differs from ours; the comparison is speed. It runs in a child process under a wall
   cap (``--scalesim-cap``, 180 s); past the cap it is timed on the layer's first 8 output rows.
   Where it is not installed (the ``bench`` extra pins NumPy below 2.4, which SCALE-Sim 3.0
-  needs), its row says so and how to get it, and every other row still runs.
+  needs), its row says so and how to get it, and every other row still runs; or
+  ``--scalesim-python`` names another environment's interpreter that has it (a virtual
+  environment with ``pip install 'scalesim>=3,<4' 'numpy<2.4'``), which runs the peer.
 - the model's own cycle-stepped scheduler (the same results, one cycle at a time);
 - the Amaranth RTL simulation (``hw.simulate``) on a small tiny-config program.
 
 The GEMM utilisation of one and two virtual threads shows the latency hiding the model sees.
 
-Run: ``python benchmarks/sim_speed.py [--scalesim-cap SECONDS]``.
+Run: ``python benchmarks/sim_speed.py [--scalesim-cap SECONDS] [--scalesim-python PYTHON]``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import sys
 import time
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
@@ -69,7 +72,8 @@ COLUMNS = ["workload", "mode", "cycles", "GEMM util", "seconds", "cycles/s", "x 
 NO_SCALESIM = "not installed"
 SCALESIM_HOW = (
     "to measure it: pip install -e '.[bench]' (or make bench) in an environment where "
-    "NumPy < 2.4 may be installed (SCALE-Sim 3.0 needs it)"
+    "NumPy < 2.4 may be installed (SCALE-Sim 3.0 needs it), or pass --scalesim-python with "
+    "another environment's interpreter that has SCALE-Sim"
 )
 TIMING, WHOLE = "timing model only", "with functional"
 COLD = "with functional, memos cleared"
@@ -169,13 +173,16 @@ def _rtl_rows() -> list[list[object]]:
     ]
 
 
-def _scalesim(cap: float) -> PeerRun | None:
-    """SCALE-Sim on C2, or on its slice when C2 runs past ``cap`` seconds; None when it is not
-    installed."""
-    if importlib.util.find_spec("scalesim") is None:
-        return None
+def _scalesim(cap: float, python: str | None) -> PeerRun | None:
+    """SCALE-Sim on C2, or on its slice when C2 runs past ``cap`` seconds, run by ``python``
+    (None: this interpreter); None when this interpreter has no SCALE-Sim and no other is
+    given."""
+    if python is None:
+        if importlib.util.find_spec("scalesim") is None:
+            return None
+        python = sys.executable
     for layer in (C2, C2_SLICE):
-        run = peer(layer, cap)
+        run = peer(layer, cap, python)
         if run is not None:
             return run
     raise SystemExit(f"SCALE-Sim did not finish {C2_SLICE.name} in {cap:g} s")
@@ -184,6 +191,11 @@ def _scalesim(cap: float) -> PeerRun | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scalesim-cap", type=float, default=180.0, metavar="SECONDS")
+    parser.add_argument(
+        "--scalesim-python",
+        metavar="PYTHON",
+        help="an interpreter with SCALE-Sim installed, to run the peer where this one has none",
+    )
     args = parser.parse_args()
     rows = []
     for name, cfg, built, target in workloads():
@@ -191,7 +203,7 @@ def main() -> None:
     network_rows, network_seconds = _network_rows()
     rows += network_rows
     rows += _rtl_rows()
-    scale = _scalesim(args.scalesim_cap)
+    scale = _scalesim(args.scalesim_cap, args.scalesim_python)
     if scale is None:
         rows.append([C2.name, "peer: SCALE-Sim", NO_SCALESIM, "-", "-", "-", "-"])
         scalesim = {"installed": False, "how": SCALESIM_HOW}
