@@ -2,8 +2,9 @@
 
 The simulators keep in them what they work out from one instruction alone: the functional
 simulator a GEMM or ALU instruction's plan (the checks it passed and the rows of every step,
-from the instruction and its micro-ops), the timing model a LOAD's or STORE's run on its own
-(from the transfer's shape). A later run of the same instruction, in the same program run again
+from the instruction and its micro-ops) and a program's validation and routing (once per tuple
+of instructions), the timing model a LOAD's or STORE's run on its own (from the transfer's
+shape). A later run of the same instruction, in the same program run again
 or in another program (a network's layers share kernels and transfer shapes), starts from it.
 Values must not change once stored; the least recently used go first when the bytes held pass
 the budget. Safe to share between threads. :func:`clear_memos` empties them all (a first run in
