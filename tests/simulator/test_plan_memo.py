@@ -22,9 +22,6 @@ from isa import (
     AluOp,
     FinishInsn,
     GemmInsn,
-    MemId,
-    MemInsn,
-    Opcode,
     TimingConfig,
 )
 from simulator import CycleSimulator, FunctionalSimulator, SimulationError, clear_memos
@@ -32,6 +29,7 @@ from simulator.execute import _FLAGS, SHARED_PLANS, _plan_key
 from simulator.memo import Memo
 from simulator.plans import SHARED_PLANS as TRANSFER_PLANS
 from tests.conformance.cases import CASES
+from tests.simulator.test_errors import _UOP_LOAD
 
 TINY = AccelConfig.preset("tiny")
 _OPERATIONS = st.lists(
@@ -70,24 +68,12 @@ def test_a_memo_budget_is_bytes():
         Memo(-1)
 
 
-def _uop_load() -> MemInsn:
-    return MemInsn(
-        opcode=Opcode.LOAD,
-        memory_type=MemId.UOP,
-        sram_base=0,
-        dram_base=0,
-        y_size=1,
-        x_size=2,
-        x_stride=2,
-    )
-
-
 def test_a_plan_made_for_one_configuration_is_checked_again_for_another():
     small = dataclasses.replace(TINY, acc_buff_size=TINY.acc_buff_size // 2)
     rows = TINY.acc_buff_depth
     # the steps reach accumulator row rows - 2: inside TINY's buffer, beyond the smaller one's
     gemm = GemmInsn(uop_bgn=0, uop_end=1, iter_out=3, iter_in=1, dst_factor_out=rows // 2 - 1)
-    program = [_uop_load(), gemm, FinishInsn()]
+    program = [_UOP_LOAD, gemm, FinishInsn()]
     FunctionalSimulator(TINY).run(program, np.zeros(4096, dtype=np.uint8))
     with pytest.raises(SimulationError, match=f"reaches ACC row {rows - 2} through dst_idx"):
         FunctionalSimulator(small).run(program, np.zeros(4096, dtype=np.uint8))
