@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.accel.env import Env
-from runtime.ops.int_ops import pack, unpack
+from runtime.opset import pack, unpack
 
 __all__ = ["pack_bias", "pack_nchw", "pack_oihw", "unpack_nchw"]
 

@@ -1,4 +1,4 @@
-"""Running a graph in numpy, node by node, with :data:`runtime.ops.KERNELS`.
+"""Running a graph in numpy, node by node, with the operators' kernels (:mod:`runtime.opset`).
 
 :func:`run_graph` is the float graph's CPU path and, on a quantized graph, the bit-exact oracle
 of every accelerator run (``compiler.reference``). Inputs are checked against the graph's types
@@ -7,21 +7,15 @@ first: a wrong shape or dtype is a :class:`GraphError` naming the input.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from compiler.errors import GraphError
 from compiler.graph.ir import Graph, Node
-from runtime.ops import KERNELS
+from runtime.opset import kernel_kwargs
 
-__all__ = ["check_feeds", "kernel_kwargs", "run_graph", "run_node"]
-
-
-def kernel_kwargs(attrs: object) -> dict:
-    """An attribute record as the kernels' keyword arguments (its fields, shallowly)."""
-    return {f.name: getattr(attrs, f.name) for f in dataclasses.fields(attrs)}
+__all__ = ["check_feeds", "run_graph", "run_node"]
 
 
 def check_feeds(graph: Graph, feeds: Mapping[str, object] | Sequence[object]) -> dict:
@@ -55,10 +49,7 @@ def check_feeds(graph: Graph, feeds: Mapping[str, object] | Sequence[object]) ->
 
 def run_node(node: Node, arrays: Sequence[np.ndarray]) -> np.ndarray:
     """One node's output from its input arrays."""
-    kernel = KERNELS.get(node.op.value)
-    if kernel is None:
-        raise GraphError("has no numpy kernel", node=node.name, op=node.op.value)
-    return kernel(*arrays, **kernel_kwargs(node.attrs))
+    return node.op.definition.kernel(*arrays, **kernel_kwargs(node.attrs))
 
 
 def run_graph(

@@ -6,7 +6,9 @@ are values with an array in ``Graph.params``. A node carries an :class:`Op`, a f
 record (one dataclass per kind of operator, never a dict) and the names of the values it reads
 and writes. Graphs are immutable: passes build new ones with :class:`GraphBuilder`, which infers
 every output's type as a node is added (:mod:`compiler.graph.shapes`), so a shape that does not
-fit an operator fails where it is introduced, naming the node.
+fit an operator fails where it is introduced, naming the node. Operators, their attribute
+records and their type rules are defined once, in the operator set (:mod:`runtime.opset`);
+:data:`Op` has a member for each.
 
 Float operators keep ONNX's names and semantics (NCHW activations, OIHW weights). The quantize
 pass introduces the integer operators (``Q*``), whose arithmetic is the accelerator's: int8
@@ -26,6 +28,30 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import GraphError
+from compiler.graph.shapes import infer_types
+from runtime.opset import (
+    DTYPES,
+    OPERATORS,
+    AxisAttrs,
+    BatchNormAttrs,
+    ClipAttrs,
+    ConvAttrs,
+    GemmAttrs,
+    LeakyReluAttrs,
+    NoAttrs,
+    Operator,
+    OperatorError,
+    PadAttrs,
+    PoolAttrs,
+    QAddAttrs,
+    QAvgPoolAttrs,
+    QConvAttrs,
+    QDenseAttrs,
+    QuantAttrs,
+    ReshapeAttrs,
+    TensorType,
+    TransposeAttrs,
+)
 
 __all__ = [
     "DTYPES",
@@ -53,213 +79,21 @@ __all__ = [
     "copy_into",
 ]
 
-#: The element types a value may have.
-DTYPES = ("float32", "int8", "int32", "int64", "bool")
 
-
-class Op(StrEnum):
-    """Operator kinds. Float ones carry the ONNX operator's name as their value."""
-
-    CONV = "Conv"
-    GEMM = "Gemm"
-    MATMUL = "MatMul"
-    ADD = "Add"
-    SUB = "Sub"
-    MUL = "Mul"
-    RELU = "Relu"
-    CLIP = "Clip"
-    LEAKY_RELU = "LeakyRelu"
-    SIGMOID = "Sigmoid"
-    MAX_POOL = "MaxPool"
-    AVERAGE_POOL = "AveragePool"
-    GLOBAL_AVERAGE_POOL = "GlobalAveragePool"
-    BATCH_NORM = "BatchNormalization"
-    FLATTEN = "Flatten"
-    RESHAPE = "Reshape"
-    TRANSPOSE = "Transpose"
-    CONCAT = "Concat"
-    PAD = "Pad"
-    SOFTMAX = "Softmax"
-    IDENTITY = "Identity"
-    QUANTIZE = "QuantizeLinear"
-    DEQUANTIZE = "DequantizeLinear"
-    # integer operators of the quantized graph (the accelerator's arithmetic)
-    QCONV = "QConv"
-    QDENSE = "QDense"
-    QADD = "QAdd"
-    QMAX_POOL = "QMaxPool"
-    QGLOBAL_AVG_POOL = "QGlobalAvgPool"
-
-
-# ----------------------------------------------------------------------------- attributes
-@dataclass(frozen=True)
-class NoAttrs:
-    """The attribute record of operators without attributes."""
-
-
-@dataclass(frozen=True)
-class ConvAttrs:
-    """``pads`` are (top, left, bottom, right); ``groups`` equal to the input channels (and
-    the output channels a multiple of them) is a depthwise convolution."""
-
-    strides: tuple[int, int] = (1, 1)
-    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilations: tuple[int, int] = (1, 1)
-    groups: int = 1
-
-
-@dataclass(frozen=True)
-class GemmAttrs:
-    """ONNX Gemm: ``alpha * A' @ B' + beta * C`` with ``'`` a transpose where asked."""
-
-    alpha: float = 1.0
-    beta: float = 1.0
-    trans_a: bool = False
-    trans_b: bool = False
-
-
-@dataclass(frozen=True)
-class ClipAttrs:
-    lo: float
-    hi: float
-
-
-@dataclass(frozen=True)
-class LeakyReluAttrs:
-    alpha: float = 0.01
-
-
-@dataclass(frozen=True)
-class PoolAttrs:
-    """``pads`` are (top, left, bottom, right). ``count_include_pad`` applies to averages."""
-
-    kernel: tuple[int, int]
-    strides: tuple[int, int] = (1, 1)
-    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
-    ceil_mode: bool = False
-    count_include_pad: bool = False
-
-
-@dataclass(frozen=True)
-class BatchNormAttrs:
-    epsilon: float = 1e-5
-
-
-@dataclass(frozen=True)
-class AxisAttrs:
-    """Flatten, Concat and Softmax: the axis (non-negative, resolved against the rank)."""
-
-    axis: int
-
-
-@dataclass(frozen=True)
-class ReshapeAttrs:
-    """The target shape, static (``-1`` and ``0`` resolved by the frontend)."""
-
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class TransposeAttrs:
-    perm: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class PadAttrs:
-    """ONNX order: the begin of every axis, then the end of every axis."""
-
-    pads: tuple[int, ...]
-    value: float = 0.0
-    mode: str = "constant"
-
-
-@dataclass(frozen=True)
-class QuantAttrs:
-    """QuantizeLinear / DequantizeLinear, per tensor: ``q = clip(round(x / scale) +
-    zero_point)`` in ``dtype``'s range; the quantize pass uses power-of-two scales and zero
-    points of 0."""
-
-    scale: float
-    zero_point: int = 0
-    dtype: str = "int8"
-
-
-@dataclass(frozen=True)
-class QConvAttrs:
-    """Integer convolution: ``clip((x * w + bias) >> shift, lo, hi)`` as int8, the products
-    accumulated in int32, the bias at the accumulator's scale (the quantizer folds the rounding
-    constant ``2**(shift-1)`` into it), ``>>`` an arithmetic shift, as the accelerator runs it.
-    The geometry fields are :class:`ConvAttrs`'s (records stay flat: they travel as JSON)."""
-
-    strides: tuple[int, int]
-    pads: tuple[int, int, int, int]
-    dilations: tuple[int, int]
-    groups: int
-    shift: int
-    lo: int = -128
-    hi: int = 127
+class _OpKind(StrEnum):
+    """The behaviour of :data:`Op`'s members (the members come from the operator set)."""
 
     @property
-    def conv(self) -> ConvAttrs:
-        return ConvAttrs(self.strides, self.pads, self.dilations, self.groups)
+    def definition(self) -> type[Operator]:
+        """The operator's contract: attribute record, arity, type rule, kernel, MACs."""
+        return OPERATORS[self.value]
 
 
-@dataclass(frozen=True)
-class QDenseAttrs:
-    """Integer dense layer ``clip((x @ w.T + bias) >> shift, lo, hi)`` as int8 (the bias as
-    :class:`QConvAttrs`'s)."""
-
-    shift: int
-    lo: int = -128
-    hi: int = 127
-
-
-@dataclass(frozen=True)
-class QAddAttrs:
-    """Integer addition ``clip(((a << a_shift) + (b << b_shift) + 2**(shift-1)) >> shift,
-    lo, hi)``: the shift rounds to nearest."""
-
-    a_shift: int
-    b_shift: int
-    shift: int
-    lo: int = -128
-    hi: int = 127
-
-
-@dataclass(frozen=True)
-class QAvgPoolAttrs:
-    """Integer global average ``(sum * multiplier + 2**(shift-1)) >> shift`` per channel, its
-    low 8 bits as int8."""
-
-    multiplier: int
-    shift: int
-
-
-# ----------------------------------------------------------------------------- values, nodes
-@dataclass(frozen=True)
-class TensorType:
-    """A value's static shape and element type (one of :data:`DTYPES`)."""
-
-    shape: tuple[int, ...]
-    dtype: str = "float32"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        if self.dtype not in DTYPES:
-            raise GraphError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
-        if any(d < 0 for d in self.shape):
-            raise GraphError(f"shape {list(self.shape)} has a negative dimension")
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+#: Operator kinds: one member per operator of :data:`runtime.opset.OPERATORS`, named by its
+#: ``member`` (``Op.CONV``), valued by its name (``"Conv"``: ONNX's for ONNX operators).
+Op = _OpKind(
+    "Op", [(cls.member, name) for name, cls in OPERATORS.items()], module=__name__, qualname="Op"
+)
 
 
 @dataclass(frozen=True)
@@ -341,6 +175,14 @@ class GraphBuilder:
         self._params: dict[str, np.ndarray] = {}
         self._node_names: set[str] = set()
 
+    def mark(self) -> int:
+        """A position in the node list, for :meth:`nodes_since`."""
+        return len(self._nodes)
+
+    def nodes_since(self, mark: int) -> tuple[Node, ...]:
+        """The nodes added after :meth:`mark` returned ``mark``."""
+        return tuple(self._nodes[mark:])
+
     def type_of(self, value: str) -> TensorType:
         if value not in self._types:
             raise GraphError(f"value {value!r} is not defined")
@@ -351,7 +193,11 @@ class GraphBuilder:
         return self._params.get(value)
 
     def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
-        self._define(name, TensorType(tuple(shape), dtype))
+        try:
+            ty = TensorType(tuple(shape), dtype)
+        except OperatorError as err:
+            raise GraphError(str(err), tensor=name) from None
+        self._define(name, ty)
         self._inputs.append(name)
         return name
 
@@ -386,8 +232,6 @@ class GraphBuilder:
         outputs: Sequence[str] | None = None,
     ) -> tuple[str, ...]:
         """Add a node and return its outputs' names."""
-        from compiler.graph.shapes import infer_types
-
         op = Op(op)
         attrs = NoAttrs() if attrs is None else attrs
         name = self.fresh(name or op.value.lower())

@@ -6,7 +6,7 @@ The steps that connect the host's float world to the accelerator (``QuantizeLine
 library that the saved model carries; ``runtime`` calls it through ctypes, with one pointer per
 input, then the output, into the model's DRAM image. Each expression is the numpy kernel's
 arithmetic exactly (float32 division, rounding half to even, saturation), so both give the same
-bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.ops`).
+bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.opset`).
 """
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.accel.env import Env
-from compiler.graph.interpret import kernel_kwargs
-from compiler.graph.ir import Graph, Node, Op
+from compiler.graph.ir import Graph, Node
 from compiler.model.accel_ops import AccelOp, packed_shape
 from compiler.model.partition import ACCEL, VIEW, Partition
 from isa import MemId
 from runtime.model import TensorSlot
+from runtime.opset import kernel_kwargs
 
 __all__ = ["Plan", "PlannedStep", "node_macs", "plan_model"]
 
@@ -58,17 +58,10 @@ class Plan:
 
 
 def node_macs(graph: Graph, node: Node) -> int:
-    """Multiply-accumulates of a convolution or a dense layer (0 for anything else)."""
-    if node.op in (Op.CONV, Op.QCONV):
-        w = graph.types[node.inputs[1]].shape
-        out = graph.types[node.outputs[0]].shape
-        return int(np.prod(out, dtype=np.int64)) * w[1] * w[2] * w[3]
-    if node.op in (Op.GEMM, Op.QDENSE, Op.MATMUL):
-        a = graph.types[node.inputs[0]].shape
-        out = graph.types[node.outputs[0]].shape
-        inner = a[0] if getattr(node.attrs, "trans_a", False) else a[-1]
-        return int(np.prod(out, dtype=np.int64)) * inner
-    return 0
+    """Multiply-accumulates of one node, by its operator's count (0 for operators without)."""
+    inputs = [graph.types[v] for v in node.inputs]
+    outputs = [graph.types[v] for v in node.outputs]
+    return node.op.definition.macs(node.attrs, inputs, outputs)
 
 
 def _jsonable(value: object) -> object:

@@ -26,7 +26,7 @@ from compiler.ops._util import (
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
-from runtime.ops.windows import window_count
+from runtime.opset.windows import window_count
 
 __all__ = ["CONV2D_NCHW", "CONV2D_NCHWC", "conv2d_nchw_compute", "nchwc_block", "out_size"]
 

@@ -1,7 +1,7 @@
 """Independent numpy references of the tunable templates, for checking measured candidates.
 
 ``REFERENCES[template](*inputs, **params)`` computes the template's output from its input arrays
-and operator parameters (``env`` excluded) with :mod:`runtime.ops`' kernels, never with our
+and operator parameters (``env`` excluded) with :mod:`runtime.opset`'s kernels, never with our
 compiler; a candidate whose output differs is recorded as a wrong answer.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 from compiler.accel.ops import CONV2D as ACCEL_CONV2D
 from compiler.ops import CONV2D_NCHW, CONV2D_NCHWC, MATMUL
 from compiler.ops.knobs import Template
-from runtime.ops.float_ops import conv
-from runtime.ops.int_ops import pack, unpack
-from runtime.ops.windows import conv_windows
+from runtime.opset import pack, unpack
+from runtime.opset.linear import Conv
+from runtime.opset.windows import conv_windows
 
 __all__ = ["REFERENCES"]
 
@@ -28,7 +28,9 @@ def _matmul(a: np.ndarray, b: np.ndarray, transpose_b: bool = False, out_dtype=N
 
 def _nchw(data: np.ndarray, kernel: np.ndarray, stride: int = 1, padding: int = 0):
     pads = (padding,) * 4
-    return conv(data, kernel, strides=(stride, stride), pads=pads, dilations=(1, 1), groups=1)
+    return Conv.kernel(
+        data, kernel, strides=(stride, stride), pads=pads, dilations=(1, 1), groups=1
+    )
 
 
 def _nchwc(data: np.ndarray, kernel: np.ndarray, stride: int = 1, padding: int = 0):

@@ -24,7 +24,7 @@ from isa import VtaforgeError
 from runtime.devices import Device, RunStats, open_device
 from runtime.model.image import LIBRARY_ENTRY, ModelFormatError, ModelImage, Step
 from runtime.model.report import ModelReport, StepReport
-from runtime.ops import KERNELS
+from runtime.opset import OPERATORS
 
 __all__ = ["Model", "ModelInputError", "ModelRun", "load_model"]
 
@@ -152,11 +152,11 @@ class Model:
         return feeds
 
     def _run_cpu(self, step: Step, dram: np.ndarray) -> None:
-        kernel = KERNELS.get(step.op)
-        if kernel is None:
+        operator = OPERATORS.get(step.op)
+        if operator is None:
             raise ModelFormatError(f"step {step.node}: no CPU kernel for operator {step.op!r}")
         slots = self.image.tensors
-        result = kernel(*(slots[v].view(dram) for v in step.inputs), **step.attrs)
+        result = operator.kernel(*(slots[v].view(dram) for v in step.inputs), **step.attrs)
         out = slots[step.outputs[0]]
         if result.shape != out.shape:
             raise ModelFormatError(

@@ -5,7 +5,7 @@ parameters at the bottom (``params``: the bytes of ``[0, len(params))``), then e
 the address the compiler's memory planner gave it (tensors whose lifetimes do not overlap share
 bytes), then each accelerator program's micro-op table. ``steps`` run in order: an accelerator
 step runs its :class:`isa.Program` against the image; a CPU step runs a numpy kernel of
-:mod:`runtime.ops` on views of it.
+:mod:`runtime.opset` on views of it.
 
 A CPU step may carry a shared library (compiled by the compiler's LLVM backend) exporting
 :data:`LIBRARY_ENTRY`, called with one pointer per input, then the output, then a null parallel
@@ -75,9 +75,9 @@ class TensorSlot:
 class Step:
     """One step of the model: a graph node (or a layout change the compiler added).
 
-    ``device`` is ``"accel"`` (``program`` set) or ``"cpu"`` (``op`` names the kernel in
-    :data:`runtime.ops.KERNELS`, ``attrs`` its keyword arguments, ``library`` the compiled
-    shared library where there is one). ``macs`` counts the multiply-accumulates the node
+    ``device`` is ``"accel"`` (``program`` set) or ``"cpu"`` (``op`` names the operator in
+    :data:`runtime.opset.OPERATORS`, ``attrs`` its kernel's keyword arguments, ``library`` the
+    compiled shared library where there is one). ``macs`` counts the multiply-accumulates the node
     performs (0 for data movement), for the report.
     """
 

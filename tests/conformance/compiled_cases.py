@@ -24,7 +24,7 @@ from compiler.accel.ops import CONV2D
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from isa import AccelConfig, DramBuffer, MemId
-from runtime.ops import KERNELS
+from runtime.opset import OPERATORS
 from tests.compiler.model.graphs import residual_cnn, samples
 from tests.conformance.common import Built, ConformanceCase, Expectation, built, random_ints
 
@@ -112,7 +112,7 @@ def build_model_step(cfg: AccelConfig, seed: int, node: str) -> Built:
 
     def packed(value: str) -> np.ndarray:
         array = values[value]
-        return KERNELS["Pack"](array, **layout, channels=array.shape[1])
+        return OPERATORS["Pack"].kernel(array, **layout, channels=array.shape[1])
 
     source = model.graph.node(node)
     for name, value in zip(step.inputs, source.inputs, strict=True):

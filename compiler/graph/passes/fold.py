@@ -3,7 +3,7 @@
 Both passes are pure: they return a new :class:`Graph` built with :class:`GraphBuilder` (so
 every node's types are inferred again) and keep the graph's input and output names. A folded
 value is computed with the same numpy kernels the interpreter runs
-(:data:`runtime.ops.KERNELS`), so a folded graph computes what the original computes.
+(:mod:`runtime.opset`), so a folded graph computes what the original computes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 from compiler.errors import GraphError
 from compiler.graph.interpret import run_node
 from compiler.graph.ir import Graph, GraphBuilder, Node, Op, TensorType, copy_into
-from runtime.ops import KERNELS
 
 __all__ = ["fold_batch_norm", "fold_constants"]
 
@@ -23,14 +22,14 @@ def fold_constants(graph: Graph) -> Graph:
     (named as the node's output), repeatedly through chains of such nodes, and every Identity
     node removed by reading its input instead. An Identity that writes a graph output is kept
     (unless its input is a parameter: then the output becomes that parameter's copy), so the
-    outputs keep their names. Nodes of operators without a numpy kernel are kept."""
+    outputs keep their names."""
     builder = GraphBuilder(graph.name)
     copy_into(builder, graph)
     alias: dict[str, str] = {}
     for node in graph.nodes:
         inputs = [alias.get(v, v) for v in node.inputs]
         arrays = [builder.param_of(v) for v in inputs]
-        if all(a is not None for a in arrays) and node.op.value in KERNELS:
+        if all(a is not None for a in arrays):
             _define_folded(builder, graph, node, run_node(node, arrays))
         elif node.op is Op.IDENTITY and node.outputs[0] not in graph.outputs:
             alias[node.outputs[0]] = inputs[0]

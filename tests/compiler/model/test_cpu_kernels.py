@@ -13,7 +13,7 @@ from compiler.model import compile_model
 from compiler.model.cpu_kernels import cpu_library
 from runtime.model import Model, TensorSlot
 from runtime.model.executor import _load_library
-from runtime.ops import KERNELS
+from runtime.opset import OPERATORS
 from tests.compiler.model.graphs import residual_cnn, samples
 
 
@@ -41,9 +41,10 @@ def test_quantize_and_dequantize_libraries_equal_the_numpy_kernels(shape, expone
     x.ravel()[: x.size // 4] = np.round(x.ravel()[: x.size // 4] / scale) * scale + scale / 2
     attrs = {"scale": scale, "zero_point": 0, "dtype": "int8"}
     q = _run_library("QuantizeLinear", x, shape, "int8", attrs)
-    np.testing.assert_array_equal(q, KERNELS["QuantizeLinear"](x, **attrs))  # ties to even too
+    # ties to even too
+    np.testing.assert_array_equal(q, OPERATORS["QuantizeLinear"].kernel(x, **attrs))
     f = _run_library("DequantizeLinear", q, shape, "float32", attrs)
-    np.testing.assert_array_equal(f, KERNELS["DequantizeLinear"](q, **attrs))
+    np.testing.assert_array_equal(f, OPERATORS["DequantizeLinear"].kernel(q, **attrs))
 
 
 @settings(max_examples=15, deadline=None)
@@ -58,7 +59,7 @@ def test_pack_and_unpack_libraries_equal_the_numpy_kernels(batch, channels, spat
     n = 2 * batch
     x = np.random.default_rng(seed).integers(-128, 128, (n, channels, *spatial)).astype(np.int8)
     attrs = {"batch": batch, "block": block, "channels": channels}
-    expected = KERNELS["Pack"](x, **attrs)
+    expected = OPERATORS["Pack"].kernel(x, **attrs)
     packed = _run_library("Pack", x, expected.shape, "int8", attrs)
     np.testing.assert_array_equal(packed, expected)
     np.testing.assert_array_equal(_run_library("Unpack", packed, x.shape, "int8", attrs), x)

@@ -1,0 +1,67 @@
+"""Normalisations: inference-mode batch normalisation and softmax."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.opset.base import AxisAttrs, Operator, TensorType, need, resolve_axis, same_dtype
+
+__all__ = ["BatchNormAttrs", "BatchNormalization", "Softmax"]
+
+_F32 = np.float32
+
+
+def _f32(array: np.ndarray) -> np.ndarray:
+    return np.asarray(array, dtype=_F32)
+
+
+@dataclass(frozen=True)
+class BatchNormAttrs:
+    epsilon: float = 1e-5
+
+
+class BatchNormalization(Operator):
+    """Inference-mode batch normalisation over axis 1 (inputs x, scale, bias, mean,
+    variance)."""
+
+    name = "BatchNormalization"
+    member = "BATCH_NORM"
+    Attrs = BatchNormAttrs
+    arity = (5, 5)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        x = inputs[0].shape
+        need(len(x) >= 2, "needs an input of rank >= 2")
+        for t in inputs[1:]:
+            need(t.shape == (x[1],), f"scale, bias, mean and variance must have shape [{x[1]}]")
+        return [TensorType(x, same_dtype(inputs, "float32"))]
+
+    @staticmethod
+    def kernel(x, scale, bias, mean, var, *, epsilon):
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        factor = _f32(scale) / np.sqrt(_f32(var) + _F32(epsilon))
+        shift = _f32(bias) - _f32(mean) * factor
+        return _f32(x) * factor.reshape(shape) + shift.reshape(shape)
+
+
+class Softmax(Operator):
+    """Softmax along ``axis`` alone (ONNX opset 13 semantics)."""
+
+    name = "Softmax"
+    member = "SOFTMAX"
+    Attrs = AxisAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        resolve_axis(attrs, len(inputs[0].shape))
+        same_dtype(inputs, "float32")
+        return [inputs[0]]
+
+    @staticmethod
+    def kernel(x, *, axis):
+        x = _f32(x)
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)

@@ -1,0 +1,168 @@
+"""Pooling operators over NCHW values, in float and in int8.
+
+``pads`` are (top, left, bottom, right); ``ceil_mode`` is ONNX's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.opset.base import Operator, Origin, TensorType, need, same_dtype
+from runtime.opset.integer import half, wrap32
+from runtime.opset.windows import conv_windows, window_count
+
+__all__ = [
+    "AveragePool",
+    "GlobalAveragePool",
+    "MaxPool",
+    "PoolAttrs",
+    "QAvgPoolAttrs",
+    "QGlobalAvgPool",
+    "QMaxPool",
+]
+
+_F32 = np.float32
+
+
+@dataclass(frozen=True)
+class PoolAttrs:
+    """``pads`` are (top, left, bottom, right). ``count_include_pad`` applies to averages."""
+
+    kernel: tuple[int, int]
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    ceil_mode: bool = False
+    count_include_pad: bool = False
+
+
+def _pool_type(attrs: PoolAttrs, x: TensorType) -> TensorType:
+    shape = x.shape
+    need(len(shape) == 4, "needs a 4-D (NCHW) input")
+    need(len(attrs.kernel) == 2, "needs a 2-D window")
+    need(min(attrs.strides) >= 1 and min(attrs.kernel) >= 1, "needs positive windows, strides")
+    k, s, p = attrs.kernel, attrs.strides, attrs.pads
+    oh = window_count(shape[2], k[0], s[0], (p[0], p[2]), ceil=attrs.ceil_mode)
+    ow = window_count(shape[3], k[1], s[1], (p[1], p[3]), ceil=attrs.ceil_mode)
+    need(oh >= 1 and ow >= 1, "the window is larger than the padded input")
+    need(
+        all(p < k for p, k in zip(attrs.pads, attrs.kernel * 2, strict=True)),
+        "a padding as large as the window",
+    )
+    return TensorType((shape[0], shape[1], oh, ow), x.dtype)
+
+
+def _global_type(x: TensorType) -> TensorType:
+    need(len(x.shape) == 4, "needs a 4-D (NCHW) input")
+    return TensorType((x.shape[0], x.shape[1], 1, 1), x.dtype)
+
+
+class _FloatPool(Operator):
+    Attrs = PoolAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, "float32")
+        return [_pool_type(attrs, inputs[0])]
+
+
+class MaxPool(_FloatPool):
+    """The maximum of each window; padding never wins (it is ``-inf``).
+    ``count_include_pad`` only matters to averages."""
+
+    name = "MaxPool"
+    member = "MAX_POOL"
+
+    @staticmethod
+    def kernel(x, *, kernel, strides, pads, ceil_mode, count_include_pad):
+        del count_include_pad  # an average's option, carried by the shared record
+        windows = conv_windows(
+            np.asarray(x, _F32), kernel, strides, pads, (1, 1), -np.inf, ceil_mode=ceil_mode
+        )
+        return windows.max(axis=(4, 5))
+
+
+class AveragePool(_FloatPool):
+    """The mean of each window. The divisor counts the input elements the window covers, plus,
+    with ``count_include_pad``, the explicit padding it covers (not the overhang that ceil mode
+    adds past the padding), as onnxruntime does."""
+
+    name = "AveragePool"
+    member = "AVERAGE_POOL"
+
+    @staticmethod
+    def kernel(x, *, kernel, strides, pads, ceil_mode, count_include_pad):
+        window = dict(
+            kernel=kernel, strides=strides, pads=pads, dilations=(1, 1), ceil_mode=ceil_mode
+        )
+        total = conv_windows(np.asarray(x, _F32), pad_value=0.0, **window)
+        ones = np.ones((1, 1, *x.shape[2:]), _F32)
+        padding = 1.0 if count_include_pad else 0.0
+        count = conv_windows(ones, pad_value=padding, overhang_value=0.0, **window)
+        return total.sum(axis=(4, 5), dtype=_F32) / count.sum(axis=(4, 5))
+
+
+class GlobalAveragePool(Operator):
+    name = "GlobalAveragePool"
+    member = "GLOBAL_AVERAGE_POOL"
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, "float32")
+        return [_global_type(inputs[0])]
+
+    @staticmethod
+    def kernel(x):
+        return np.asarray(x, _F32).mean(axis=(2, 3), keepdims=True, dtype=_F32)
+
+
+class QMaxPool(Operator):
+    """Max pooling of int8 values; padding is -128 (the smallest int8, as -inf is for
+    floats)."""
+
+    name = "QMaxPool"
+    member = "QMAX_POOL"
+    origin = Origin.QUANTIZED
+    Attrs = PoolAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        need(inputs[0].dtype == "int8", "needs an int8 input")
+        return [_pool_type(attrs, inputs[0])]
+
+    @staticmethod
+    def kernel(x, *, kernel, strides, pads, ceil_mode=False, count_include_pad=False):
+        del count_include_pad  # an average's option, carried by the shared record
+        windows = conv_windows(x, kernel, strides, pads, (1, 1), -128, ceil_mode=ceil_mode)
+        return windows.max(axis=(4, 5)).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class QAvgPoolAttrs:
+    """Integer global average ``(sum * multiplier + 2**(shift-1)) >> shift`` per channel, its
+    low 8 bits as int8."""
+
+    multiplier: int
+    shift: int
+
+
+class QGlobalAvgPool(Operator):
+    """``(sum * multiplier + 2**(shift-1)) >> shift`` per channel (rounding to nearest), its
+    low 8 bits as int8."""
+
+    name = "QGlobalAvgPool"
+    member = "QGLOBAL_AVG_POOL"
+    origin = Origin.QUANTIZED
+    Attrs = QAvgPoolAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        need(inputs[0].dtype == "int8", "needs an int8 input")
+        return [_global_type(inputs[0])]
+
+    @staticmethod
+    def kernel(x, *, multiplier, shift):
+        total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+        scaled = wrap32(wrap32(total) * np.int64(multiplier)) + half(shift)
+        return (wrap32(scaled) >> np.int32(shift)).astype(np.int8)

@@ -1,0 +1,120 @@
+"""The operator set: each operator's parts agree, and a definition whose parts disagree is
+refused where it is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.opset import (
+    OPERATORS,
+    OperandError,
+    Operator,
+    OperatorError,
+    PackAttrs,
+    TensorType,
+)
+from runtime.opset.base import MANY
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_every_kernel_takes_its_records_fields_and_admits_its_arity(name):
+    cls = OPERATORS[name]
+    params = inspect.signature(cls.kernel).parameters.values()
+    keywords = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+    assert keywords == {f.name for f in dataclasses.fields(cls.Attrs)}
+    positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    assert cls.arity[1] == MANY or variadic or len(positional) >= cls.arity[1]
+    assert cls.name == name and cls.infer is not Operator.infer
+
+
+def _define(**body):
+    """A new operator class made of ``body`` (registered if its parts agree)."""
+    return type("Probe", (Operator,), body)
+
+
+@dataclass(frozen=True)
+class _Scale:
+    factor: float
+
+
+def _infer(attrs, inputs, consts):
+    return [inputs[0]]
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        # the kernel's keywords are not the record's fields
+        (dict(Attrs=_Scale, kernel=staticmethod(lambda x, *, scale: x)), "keyword-only"),
+        (dict(Attrs=_Scale, kernel=staticmethod(lambda x: x)), "keyword-only"),
+        # the kernel cannot take the inputs the arity admits
+        (dict(arity=(1, 2), kernel=staticmethod(lambda x: x)), "do not admit the arity"),
+        (dict(arity=(1, 1), kernel=staticmethod(lambda x, y: x)), "do not admit the arity"),
+        # no kernel, a name or member taken, a record that is no frozen dataclass
+        (dict(), "defines no kernel"),
+        (dict(name="Conv", kernel=staticmethod(lambda x: x)), "registered twice"),
+        (dict(member="CONV", kernel=staticmethod(lambda x: x)), "is taken"),
+        (dict(Attrs=dict, kernel=staticmethod(lambda x: x)), "frozen dataclass"),
+    ],
+)
+def test_a_definition_whose_parts_disagree_is_refused(body, words):
+    before = dict(OPERATORS)
+    body = {"name": "Probe", "member": "PROBE", "infer": staticmethod(_infer), **body}
+    with pytest.raises(TypeError, match=words):
+        _define(**body)
+    assert before == OPERATORS
+
+
+def test_a_type_rule_checks_the_record_and_the_arity_first():
+    conv = OPERATORS["Conv"]
+    x, w = TensorType((1, 3, 8, 8)), TensorType((4, 3, 3, 3))
+    with pytest.raises(OperandError, match="needs a ConvAttrs record"):
+        conv.output_types(OPERATORS["Gemm"].Attrs(), [x, w])
+    with pytest.raises(OperandError, match="takes 2 to 3 inputs, got 1"):
+        conv.output_types(conv.Attrs(), [x])
+    assert conv.output_types(conv.Attrs(), [x, w]) == [TensorType((1, 4, 6, 6))]
+
+
+def test_types_outside_the_contract_are_refused():
+    with pytest.raises(OperatorError, match="dtype 'float16'"):
+        TensorType((1,), "float16")
+    with pytest.raises(OperatorError, match="negative dimension"):
+        TensorType((2, -1))
+
+
+@given(
+    n=st.integers(1, 3),
+    batch=st.sampled_from([1, 2]),
+    c=st.integers(1, 40),
+    block=st.sampled_from([1, 4, 16]),
+    spatial=st.lists(st.integers(1, 4), max_size=2),
+)
+def test_pack_and_unpack_invert_each_other_and_their_types_are_their_kernels(
+    n, batch, c, block, spatial
+):
+    x = np.arange(n * batch * c * int(np.prod(spatial)), dtype=np.int32) % 251 - 125
+    x = x.astype(np.int8).reshape(n * batch, c, *spatial)
+    attrs = PackAttrs(batch, block, c)
+    fields = dataclasses.asdict(attrs)
+    pack, unpack = OPERATORS["Pack"], OPERATORS["Unpack"]
+    packed = pack.kernel(x, **fields)
+    (packed_type,) = pack.output_types(attrs, [TensorType(x.shape, "int8")])
+    assert packed_type == TensorType(packed.shape, "int8")
+    back = unpack.kernel(packed, **fields)
+    assert unpack.output_types(attrs, [packed_type]) == [TensorType(x.shape, "int8")]
+    np.testing.assert_array_equal(back, x)
+    if c % block:  # the last channel block's lanes past the channels are zeros
+        assert not packed[:, -1, ..., c % block :].any()
+
+
+def test_pack_refuses_a_batch_that_its_blocks_do_not_divide():
+    with pytest.raises(OperandError, match="not a multiple of 2"):
+        OPERATORS["Pack"].output_types(PackAttrs(2, 16, 3), [TensorType((3, 3, 4, 4), "int8")])
