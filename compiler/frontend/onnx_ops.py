@@ -1,0 +1,332 @@
+"""The ONNX operators the frontend reads: one registered converter per operator and opset
+range (:func:`~compiler.frontend.onnx_node.converts`).
+
+Opset-dependent spellings are separate converters: Clip's bounds and Pad's pads are attributes
+before opset 11 and constant inputs from it, Softmax's axis means "flatten from here" before
+opset 13. Anything a converter does not cover (an attribute value, a non-constant input that
+must be constant) is an :class:`UnsupportedOperator` naming the operator type, node and opset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.frontend.onnx_node import Converter, OnnxNode, converts
+from compiler.graph.ir import (
+    AxisAttrs,
+    BatchNormAttrs,
+    ClipAttrs,
+    ConvAttrs,
+    GemmAttrs,
+    LeakyReluAttrs,
+    Op,
+    PadAttrs,
+    PoolAttrs,
+    QuantAttrs,
+    ReshapeAttrs,
+    TransposeAttrs,
+)
+
+__all__: list[str] = []  # importing this module registers the converters
+
+_F32_LOWEST = float(np.finfo(np.float32).min)
+_F32_MAX = float(np.finfo(np.float32).max)
+_WINDOW = ("auto_pad", "dilations", "kernel_shape", "pads", "strides")
+
+
+def _plain(op: Op) -> Converter:
+    """Operators without attributes: every input passes through."""
+    return lambda n: n.emit(op, n.inputs)
+
+
+for _op in (Op.MATMUL, Op.ADD, Op.SUB, Op.MUL, Op.RELU, Op.SIGMOID, Op.GLOBAL_AVERAGE_POOL):
+    converts(_op.value, emits=[_op])(_plain(_op))
+
+
+# ----------------------------------------------------------------------------- linear
+@converts("Conv", emits=[Op.CONV], attrs=[*_WINDOW, "group"])
+def _conv(n: OnnxNode) -> None:
+    if n.rank() != 4 or n.rank(1) != 4:
+        raise n.unsupported(
+            f"supports 2-D convolutions (4-D inputs and weights) only, got ranks "
+            f"{n.rank()} and {n.rank(1)}"
+        )
+    kernel = n.shape(1)[2:]
+    if n.ints("kernel_shape", kernel, len(kernel)) != kernel:
+        raise n.error(f"kernel_shape {n.attrs['kernel_shape']} differs from the weights' {kernel}")
+    strides = n.ints("strides", (1, 1), 2)
+    dilations = n.ints("dilations", (1, 1), 2)
+    extents = [d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=True)]
+    attrs = ConvAttrs(strides, _pads(n, extents, strides), dilations, int(n.attrs.get("group", 1)))
+    n.emit(Op.CONV, [v for v in n.inputs if v], attrs)
+
+
+def _pads(n: OnnxNode, extents: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """A convolution's or pool's (top, left, bottom, right) pads, ``auto_pad`` resolved against
+    the window ``extents`` (dilated kernel sizes)."""
+    auto_pad = n.attrs.get("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        return n.ints("pads", (0, 0, 0, 0), 4, low=0)
+    if auto_pad == "VALID":
+        return (0, 0, 0, 0)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise n.unsupported(f"auto_pad {auto_pad!r} is not supported")
+    begin, end = [], []
+    for size, extent, stride in zip(n.shape()[2:], extents, strides, strict=True):
+        total = max((-(-size // stride) - 1) * stride + extent - size, 0)
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return (*begin, *end)
+
+
+@converts("Gemm", emits=[Op.GEMM], attrs=["alpha", "beta", "transA", "transB"])
+def _gemm(n: OnnxNode) -> None:
+    attrs = GemmAttrs(
+        float(n.attrs.get("alpha", 1.0)),
+        float(n.attrs.get("beta", 1.0)),
+        bool(n.attrs.get("transA", 0)),
+        bool(n.attrs.get("transB", 0)),
+    )
+    n.emit(Op.GEMM, [v for v in n.inputs if v], attrs)
+
+
+# ----------------------------------------------------------------------------- activations
+@converts("Clip", emits=[Op.CLIP], attrs=["min", "max"])
+def _clip_v1(n: OnnxNode) -> None:
+    lo, hi = n.attrs.get("min", _F32_LOWEST), n.attrs.get("max", _F32_MAX)
+    n.emit(Op.CLIP, n.inputs[:1], ClipAttrs(float(lo), float(hi)))
+
+
+@converts("Clip", emits=[Op.CLIP], since=11)
+def _clip_v11(n: OnnxNode) -> None:
+    lo = n.scalar(1, "min") if n.has(1) else _F32_LOWEST
+    hi = n.scalar(2, "max") if n.has(2) else _F32_MAX
+    n.emit(Op.CLIP, n.inputs[:1], ClipAttrs(float(lo), float(hi)))
+
+
+@converts("LeakyRelu", emits=[Op.LEAKY_RELU], attrs=["alpha"])
+def _leaky_relu(n: OnnxNode) -> None:
+    n.emit(Op.LEAKY_RELU, n.inputs, LeakyReluAttrs(float(n.attrs.get("alpha", 0.01))))
+
+
+@converts("Softmax", emits=[Op.SOFTMAX], attrs=["axis"])
+def _softmax_v1(n: OnnxNode) -> None:
+    rank = n.rank()
+    axis = n.axis(n.attrs.get("axis", 1), rank)
+    if axis != rank - 1:
+        raise n.unsupported(
+            f"axis {axis} of a rank-{rank} input: before opset 13 Softmax flattens the axes from "
+            "it on, supported only where that is the last axis"
+        )
+    n.emit(Op.SOFTMAX, n.inputs, AxisAttrs(axis))
+
+
+@converts("Softmax", emits=[Op.SOFTMAX], attrs=["axis"], since=13)
+def _softmax_v13(n: OnnxNode) -> None:
+    n.emit(Op.SOFTMAX, n.inputs, AxisAttrs(n.axis(n.attrs.get("axis", -1), n.rank())))
+
+
+# ----------------------------------------------------------------------------- pooling
+def _pool(op: Op) -> Converter:
+    def convert(n: OnnxNode) -> None:
+        if n.rank() != 4:
+            raise n.unsupported(f"supports 2-D pooling (4-D inputs) only, got rank {n.rank()}")
+        kernel = n.ints("kernel_shape", None, 2)
+        if n.ints("dilations", (1, 1), 2) != (1, 1):
+            raise n.unsupported(f"dilations {n.attrs['dilations']} are not supported")
+        strides = n.ints("strides", (1, 1), 2)
+        attrs = PoolAttrs(
+            kernel,
+            strides,
+            _pads(n, kernel, strides),
+            bool(n.attrs.get("ceil_mode", 0)),
+            bool(n.attrs.get("count_include_pad", 0)),
+        )
+        n.emit(op, n.inputs, attrs)
+
+    return convert
+
+
+converts("MaxPool", emits=[Op.MAX_POOL], attrs=[*_WINDOW, "ceil_mode", "storage_order"])(
+    _pool(Op.MAX_POOL)
+)
+converts(
+    "AveragePool", emits=[Op.AVERAGE_POOL], attrs=[*_WINDOW, "ceil_mode", "count_include_pad"]
+)(_pool(Op.AVERAGE_POOL))
+
+
+@converts(
+    "ReduceMean",
+    emits=[Op.GLOBAL_AVERAGE_POOL, Op.FLATTEN],
+    attrs=["axes", "keepdims", "noop_with_empty_axes"],
+)
+def _reduce_mean(n: OnnxNode) -> None:
+    """ReduceMean over the spatial axes of an NCHW value (how ``torch.onnx.export`` writes
+    adaptive average pooling to 1x1) is a global average pool, flattened without keepdims."""
+    rank = n.rank()
+    if n.has(1):
+        axes = [int(a) for a in n.const(1, "the axes").reshape(-1)]
+    else:
+        axes = list(n.attrs.get("axes", range(rank)))
+    if rank != 4 or sorted(n.axis(a, rank) for a in axes) != [2, 3]:
+        raise n.unsupported(f"supports the mean over H and W of NCHW only, not axes {axes}")
+    if n.attrs.get("keepdims", 1):
+        n.emit(Op.GLOBAL_AVERAGE_POOL, n.inputs[:1])
+        return
+    pooled = n.builder.add1(
+        Op.GLOBAL_AVERAGE_POOL, n.inputs[:1], name=n.builder.fresh(f"{n.name}_pool")
+    )
+    n.emit(Op.FLATTEN, [pooled], AxisAttrs(1))
+
+
+# ----------------------------------------------------------------------------- normalisation
+@converts(
+    "BatchNormalization",
+    emits=[Op.BATCH_NORM],
+    attrs=["epsilon", "momentum", "spatial", "training_mode"],
+)
+def _batch_norm(n: OnnxNode) -> None:
+    if n.attrs.get("training_mode", 0) or not n.attrs.get("spatial", 1):
+        raise n.unsupported("supports inference-mode, spatial batch normalisation only")
+    n.emit(Op.BATCH_NORM, n.inputs, BatchNormAttrs(float(n.attrs.get("epsilon", 1e-5))))
+
+
+# ----------------------------------------------------------------------------- data movement
+@converts("Flatten", emits=[Op.FLATTEN], attrs=["axis"])
+def _flatten(n: OnnxNode) -> None:
+    rank = n.rank()
+    axis = n.attrs.get("axis", 1)
+    if not -rank <= axis <= rank:  # Flatten's axis may be the rank itself
+        raise n.error(f"axis {axis} is out of range for rank {rank}")
+    axis = axis + rank if axis < 0 else axis
+    n.emit(Op.FLATTEN, n.inputs, AxisAttrs(axis))
+
+
+@converts("Reshape", emits=[Op.RESHAPE], attrs=["allowzero"])
+def _reshape(n: OnnxNode) -> None:
+    target = [int(d) for d in n.const(1, "the shape").reshape(-1)]
+    source = n.shape()
+    if not n.attrs.get("allowzero", 0):
+        for i, d in enumerate(target):
+            if d == 0:
+                if i >= len(source):
+                    raise n.error(f"shape {target}: dimension {i} copies a missing input dim")
+                target[i] = source[i]
+    if target.count(-1) > 1 or any(d < -1 for d in target):
+        raise n.error(f"shape {target} has more than one -1 or a negative dimension")
+    if -1 in target:
+        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+        size = int(np.prod(source, dtype=np.int64))
+        if known == 0 or size % known:
+            raise n.error(f"cannot reshape {list(source)} to {target}")
+        target[target.index(-1)] = size // known
+    n.emit(Op.RESHAPE, n.inputs[:1], ReshapeAttrs(tuple(target)))
+
+
+@converts("Transpose", emits=[Op.TRANSPOSE], attrs=["perm"])
+def _transpose(n: OnnxNode) -> None:
+    perm = n.attrs.get("perm", range(n.rank() - 1, -1, -1))
+    n.emit(Op.TRANSPOSE, n.inputs, TransposeAttrs(tuple(int(p) for p in perm)))
+
+
+@converts("Concat", emits=[Op.CONCAT], attrs=["axis"])
+def _concat(n: OnnxNode) -> None:
+    n.emit(Op.CONCAT, n.inputs, AxisAttrs(n.axis(n.attr("axis"), n.rank())))
+
+
+def _pad_mode(n: OnnxNode) -> str:
+    mode = n.attrs.get("mode", "constant")
+    if mode not in ("constant", "reflect", "edge"):
+        raise n.unsupported(f"mode {mode!r} is not supported")
+    return mode
+
+
+@converts("Pad", emits=[Op.PAD], attrs=["mode", "pads", "value"])
+def _pad_v1(n: OnnxNode) -> None:
+    mode = _pad_mode(n)
+    pads, value = list(n.attr("pads")), float(n.attrs.get("value", 0.0))
+    n.emit(Op.PAD, n.inputs[:1], PadAttrs(tuple(pads), value, mode))
+
+
+@converts("Pad", emits=[Op.PAD], attrs=["mode"], since=11)
+def _pad_v11(n: OnnxNode) -> None:
+    mode = _pad_mode(n)
+    rank = n.rank()
+    pads = [int(p) for p in n.const(1, "the pads").reshape(-1)]
+    value = float(n.scalar(2, "the constant value")) if n.has(2) else 0.0
+    if n.has(3):
+        axes = [n.axis(int(a), rank) for a in n.const(3, "the axes").reshape(-1)]
+        if len(pads) != 2 * len(axes):
+            raise n.error(f"needs {2 * len(axes)} pads for axes {axes}, got {len(pads)}")
+        full = [0] * (2 * rank)
+        for k, axis in enumerate(axes):
+            full[axis], full[axis + rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    n.emit(Op.PAD, n.inputs[:1], PadAttrs(tuple(pads), value, mode))
+
+
+# ----------------------------------------------------------------------------- quantization
+def _quant(op: Op) -> Converter:
+    """QuantizeLinear (to int8) and DequantizeLinear (of int8 or int32, as biases are) with a
+    constant per-tensor scale and zero point."""
+
+    def convert(n: OnnxNode) -> None:
+        if n.attrs.get("block_size", 0):
+            raise n.unsupported("blocked quantization is not supported")
+        scale = n.const(1, "the scale")
+        zero = n.const(2, "the zero point") if n.has(2) else None
+        if scale.size != 1 or (zero is not None and zero.size != 1):
+            raise n.unsupported("per-axis quantization is not supported (per-tensor only)")
+        if op is Op.QUANTIZE:
+            # the zero point's type is the output's (uint8 if it is left out) unless output_dtype
+            wanted = n.attrs.get("output_dtype", 0) or (
+                helper.np_dtype_to_tensor_dtype(zero.dtype) if zero is not None else 0
+            )
+            if wanted != TensorProto.INT8:
+                raise n.unsupported("quantizes to int8 only (give an int8 zero point)")
+            dtype = "int8"
+        else:
+            dtype = n.builder.type_of(n.inputs[0]).dtype
+            if dtype not in ("int8", "int32"):
+                raise n.unsupported(f"dequantizes int8 or int32 values only, not {dtype}")
+            if zero is not None and str(zero.dtype) != dtype:
+                raise n.error(f"the zero point is {zero.dtype}, the input {dtype}")
+        zero_point = 0 if zero is None else int(zero.reshape(()))
+        n.emit(op, n.inputs[:1], QuantAttrs(float(scale.reshape(())), zero_point, dtype))
+
+    return convert
+
+
+converts("QuantizeLinear", emits=[Op.QUANTIZE], attrs=["axis", "block_size", "output_dtype"])(
+    _quant(Op.QUANTIZE)
+)
+converts("DequantizeLinear", emits=[Op.DEQUANTIZE], attrs=["axis", "block_size"])(
+    _quant(Op.DEQUANTIZE)
+)
+
+
+# ----------------------------------------------------------------------------- no node
+@converts("Constant", attrs=["value", "value_float", "value_floats", "value_int", "value_ints"])
+def _constant(n: OnnxNode) -> None:
+    ((key, value),) = n.attrs.items()  # the checker lets a Constant have exactly one
+    if key == "value":
+        array = numpy_helper.to_array(value)
+    else:
+        array = np.array(value, np.float32 if key.startswith("value_float") else np.int64)
+    n.builder.param(n.proto.output[0], array)
+
+
+@converts("Identity", emits=[Op.IDENTITY])
+def _identity(n: OnnxNode) -> str:
+    return n.inputs[0]
+
+
+@converts("Dropout", emits=[Op.IDENTITY], attrs=["ratio", "seed"])
+def _dropout(n: OnnxNode) -> str:
+    if n.has(2) and bool(n.scalar(2, "training_mode")):
+        raise n.unsupported("supports inference mode only (training_mode must be false)")
+    return n.inputs[0]
