@@ -1,10 +1,12 @@
 """Quantized graph nodes as accelerator operators: which template declares each, over which
 packed placeholders, with which parameters, and how its constant operands are packed.
 
-:func:`accel_op` is the one place that knows how a ``QConv``, ``QDense``, ``QAdd``,
-``QMaxPool`` or ``QGlobalAvgPool`` node maps onto :mod:`compiler.accel.ops`; the partitioner
-asks it whether a node can run on the accelerator (a :class:`CompileError` says why not) and the
-model compiler uses it to compile the node.
+Each integer operator's template is registered here (:data:`ACCEL_TEMPLATES`) with the
+conditions it needs, as data that the partition report prints and :func:`accel_op` checks.
+:func:`accel_op` is the one place that knows how a node maps onto :mod:`compiler.accel.ops`;
+the partitioner asks it whether a node can run on the accelerator (it declares and lowers the
+template for the configuration, so a node that would not compile stays on the CPU with the
+reason) and the model compiler turns its lowered function into the node's program.
 """
 
 from __future__ import annotations
@@ -15,16 +17,27 @@ from typing import Any
 
 import numpy as np
 
+from compiler.accel.codegen import generate
 from compiler.accel.env import Env
 from compiler.accel.layout import pack_bias, pack_oihw
+from compiler.accel.lower import lower_accel
 from compiler.accel.ops import ADD, CONV2D, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
 from compiler.errors import CompileError
 from compiler.graph.ir import Graph, Node, Op
+from compiler.ir import LoweredFunc
 from compiler.ops.knobs import Template
 from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
 
-__all__ = ["AccelOp", "accel_op", "packed_shape"]
+__all__ = [
+    "ACCEL_TEMPLATES",
+    "COMMON",
+    "AccelOp",
+    "AccelTemplate",
+    "Requirement",
+    "accel_op",
+    "packed_shape",
+]
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,8 @@ class AccelOp:
     """A node ready to compile: ``template(*placeholders, **params)`` declares and schedules
     it with the knobs ``config`` (the template's defaults); ``constants`` maps the placeholders
     of constant operands (by position) to their packed arrays; the output placeholder comes from
-    the template."""
+    the template; ``lowered`` is its accelerator loop IR (set by :func:`accel_op`), which only
+    needs the DRAM addresses to become a program."""
 
     node: str
     template: Template
@@ -40,6 +54,7 @@ class AccelOp:
     params: dict[str, Any]
     constants: dict[int, np.ndarray]
     config: dict[str, Any] = field(default_factory=dict)
+    lowered: LoweredFunc | None = None
 
     def declare(self, env: Env) -> tuple[Schedule, Tensor]:
         """The node's schedule and output tensor."""
@@ -57,18 +72,84 @@ def _require(condition: bool, message: str) -> None:
         raise CompileError(message)
 
 
+@dataclass(frozen=True)
+class Requirement:
+    """One condition a node must meet for its template: ``text`` as the partition report
+    prints it, ``holds(graph, node)`` the check, ``why(node)`` the reason given where it fails."""
+
+    text: str
+    holds: Callable[[Graph, Node], bool]
+    why: Callable[[Node], str]
+
+
+@dataclass(frozen=True)
+class AccelTemplate:
+    """How the integer operator ``op`` runs on the accelerator: the conditions its template
+    needs beyond the common ones (:data:`COMMON`), checked before ``build`` makes the
+    :class:`AccelOp` (which may refuse what depends on the configuration)."""
+
+    op: Op
+    requirements: tuple[Requirement, ...]
+    build: Callable[[Env, Graph, Node], AccelOp]
+
+
+#: Each integer operator's accelerator template, by operator.
+ACCEL_TEMPLATES: dict[Op, AccelTemplate] = {}
+
+#: What every accelerator node needs, as the partition report prints it.
+COMMON = (
+    "int8 operands in the configuration and BLOCK_IN equal to BLOCK_OUT",
+    "a template that compiles for the configuration (its tiles fit the buffers, its micro-op "
+    "kernels the micro-op buffer)",
+)
+
+
+def _template(
+    op: Op, *requirements: Requirement
+) -> Callable[[Callable[[Env, Graph, Node], AccelOp]], Callable[[Env, Graph, Node], AccelOp]]:
+    """Register the decorated builder as ``op``'s template, needing ``requirements``."""
+
+    def register(build: Callable[[Env, Graph, Node], AccelOp]):
+        ACCEL_TEMPLATES[op] = AccelTemplate(op, requirements, build)
+        return build
+
+    return register
+
+
+def _attr(text: str, holds: Callable[[Any], bool], why: Callable[[Any], str]) -> Requirement:
+    """A requirement on the node's attribute record alone."""
+    return Requirement(text, lambda _graph, node: holds(node.attrs), lambda node: why(node.attrs))
+
+
 def _activation(env: Env, graph: Graph, value: str, name: str) -> Tensor:
     shape = graph.types[value].shape
     _require(shape[0] % env.BATCH == 0, f"batch {shape[0]} is not a multiple of {env.BATCH}")
     return placeholder(packed_shape(env, shape), env.inp_dtype, name)
 
 
+_EQUAL_STRIDES = _attr(
+    "equal strides", lambda a: a.strides[0] == a.strides[1], lambda a: f"strides {a.strides} differ"
+)
+_EQUAL_PADS = _attr(
+    "equal pads on every side",
+    lambda a: len(set(a.pads)) == 1,
+    lambda a: f"pads {a.pads} are not equal on every side",
+)
+
+
+@_template(
+    Op.QCONV,
+    _attr(
+        "groups 1",
+        lambda a: a.groups == 1,
+        lambda a: f"groups={a.groups} (only dense convolutions run on the GEMM core)",
+    ),
+    _attr("dilation 1", lambda a: a.dilations == (1, 1), lambda a: f"dilations {a.dilations}"),
+    _EQUAL_STRIDES,
+    _EQUAL_PADS,
+)
 def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
-    _require(a.groups == 1, f"groups={a.groups} (only dense convolutions run on the GEMM core)")
-    _require(a.dilations == (1, 1), f"dilations {a.dilations}")
-    _require(a.strides[0] == a.strides[1], f"strides {a.strides} differ")
-    _require(len(set(a.pads)) == 1, f"pads {a.pads} are not equal on every side")
     w = graph.params[node.inputs[1]]
     data = _activation(env, graph, node.inputs[0], "data")
     packed_w = pack_oihw(w, env)
@@ -84,6 +165,7 @@ def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     return AccelOp(node.name, CONV2D, tuple(holders), params, constants)
 
 
+@_template(Op.QDENSE)
 def _dense(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
     w = graph.params[node.inputs[1]]
@@ -99,9 +181,16 @@ def _dense(env: Env, graph: Graph, node: Node) -> AccelOp:
     return AccelOp(node.name, DENSE, tuple(holders), params, constants)
 
 
+@_template(
+    Op.QADD,
+    Requirement(
+        "4-D (NCHW) operands",
+        lambda graph, node: len(graph.types[node.inputs[0]].shape) == 4,
+        lambda node: "adds of 4-D (NCHW) activations only",
+    ),
+)
 def _add(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
-    _require(len(graph.types[node.inputs[0]].shape) == 4, "adds of 4-D (NCHW) activations only")
     holders = (
         _activation(env, graph, node.inputs[0], "a"),
         _activation(env, graph, node.inputs[1], "b"),
@@ -110,22 +199,33 @@ def _add(env: Env, graph: Graph, node: Node) -> AccelOp:
     return AccelOp(node.name, ADD, holders, params, {})
 
 
+@_template(
+    Op.QMAX_POOL,
+    _attr(
+        "square window",
+        lambda a: a.kernel[0] == a.kernel[1],
+        lambda a: f"window {a.kernel} is not square",
+    ),
+    _EQUAL_STRIDES,
+    _EQUAL_PADS,
+    _attr("no ceil mode", lambda a: not a.ceil_mode, lambda a: "ceil_mode"),
+    Requirement(
+        "padded only after a ReLU (a non-negative input: the DMA pads with zeros)",
+        lambda graph, node: node.attrs.pads[0] == 0 or non_negative(graph, node.inputs[0]),
+        lambda node: "padding needs a non-negative input (the DMA pads with zeros)",
+    ),
+)
 def _max_pool(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
-    _require(a.kernel[0] == a.kernel[1], f"window {a.kernel} is not square")
-    _require(a.strides[0] == a.strides[1], f"strides {a.strides} differ")
-    _require(len(set(a.pads)) == 1, f"pads {a.pads} are not equal on every side")
-    _require(not a.ceil_mode, "ceil_mode")
-    _require(
-        a.pads[0] == 0 or non_negative(graph, node.inputs[0]),
-        "padding needs a non-negative input (the DMA pads with zeros)",
-    )
     data = _activation(env, graph, node.inputs[0], "data")
     params = dict(window=a.kernel[0], stride=a.strides[0], padding=a.pads[0])
     return AccelOp(node.name, MAX_POOL, (data,), params, {})
 
 
+@_template(Op.QGLOBAL_AVG_POOL)
 def _global_avg(env: Env, graph: Graph, node: Node) -> AccelOp:
+    """The divisor must be the one the template computes for the configuration's multiplier
+    width (the quantizer chooses it so)."""
     h, w = graph.types[node.inputs[0]].shape[2:]
     expected = average_divisor(h * w, env.cfg.mul_arg_bits)
     got = (node.attrs.multiplier, node.attrs.shift)
@@ -146,27 +246,24 @@ def non_negative(graph: Graph, value: str) -> bool:
     return node.op in (Op.QCONV, Op.QDENSE, Op.QADD) and low is not None and low >= 0
 
 
-_BUILDERS: dict[Op, Callable[[Env, Graph, Node], AccelOp]] = {
-    Op.QCONV: _conv,
-    Op.QDENSE: _dense,
-    Op.QADD: _add,
-    Op.QMAX_POOL: _max_pool,
-    Op.QGLOBAL_AVG_POOL: _global_avg,
-}
-
-
 def accel_op(env: Env, graph: Graph, node: Node) -> AccelOp:
-    """The accelerator operator of ``node``; a CompileError (naming the node) says why the
-    node cannot run on the accelerator."""
-    builder = _BUILDERS.get(node.op)
+    """The accelerator operator of ``node``, its template declared and lowered for the
+    configuration (so everything but the DRAM addresses is known to compile); a CompileError
+    (naming the node) says why the node cannot run on the accelerator."""
+    template = ACCEL_TEMPLATES.get(node.op)
     try:
-        if builder is None:
+        if template is None:
             raise CompileError("the accelerator has no template for this operator")
+        for requirement in template.requirements:
+            _require(requirement.holds(graph, node), requirement.why(node))
         for dtype in (env.inp_dtype, env.wgt_dtype, env.out_dtype):
             _require(dtype == "int8", f"the configuration's operands are {dtype}, not int8")
         _require(env.BLOCK_IN == env.BLOCK_OUT, "BLOCK_IN differs from BLOCK_OUT")
-        op = builder(env, graph, node)
-        config = op.template.chosen(*op.placeholders, env=env, **op.params)
+        op = template.build(env, graph, node)
+        op = replace(op, config=op.template.chosen(*op.placeholders, env=env, **op.params))
+        schedule, result = op.declare(env)
+        lowered = lower_accel(schedule, [*op.placeholders, result], env.cfg, node.name)
+        generate(env.cfg, lowered)  # what depends on no address: micro-op kernels, tokens
     except CompileError as err:
         raise CompileError(err.detail, node=node.name, op=node.op.value) from None
-    return replace(op, config=config)
+    return replace(op, lowered=lowered)

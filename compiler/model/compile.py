@@ -24,7 +24,6 @@ import numpy as np
 
 from compiler.accel.codegen import generate
 from compiler.accel.env import Env
-from compiler.accel.lower import lower_accel
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
@@ -170,11 +169,9 @@ def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelIm
             )
         if op is not None:
             try:
-                schedule, result = op.declare(env)
-                lowered = lower_accel(schedule, [*op.placeholders, result], cfg, planned.node)
                 names = (*planned.inputs, *planned.outputs)
                 placement = [plan.slots[n].address for n in names]
-                program = generate(cfg, lowered, placement, uop_start=cursor).program
+                program = generate(cfg, op.lowered, placement, uop_start=cursor).program
             except CompileError as err:
                 raise CompileError(err.detail, node=planned.node, op=planned.op) from None
             cursor = -(-program.uop_region[1] // UOP_BYTES) * UOP_BYTES

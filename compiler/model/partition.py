@@ -1,7 +1,9 @@
 """Partitioning a quantized graph between the accelerator and the CPU.
 
-A node runs on the accelerator when an accelerator template computes it exactly and fits the
-configuration's buffers (:func:`compiler.model.accel_ops.accel_op` decides and says why not);
+A node runs on the accelerator when an accelerator template computes it exactly and compiles
+for the configuration, buffers included (:func:`compiler.model.accel_ops.accel_op` decides, by
+checking the template's registered conditions and then declaring and lowering it, and says why
+not);
 an int8 ``Flatten``/``Reshape`` of an ``(N, C, 1, 1)`` value the accelerator produced is a
 view there (same bytes in the blocked layout). Everything else runs on the CPU. The
 :class:`Partition` records each node's placement with its reason and prints them as a report.
@@ -15,18 +17,30 @@ from dataclasses import dataclass, field
 from compiler.accel.env import Env
 from compiler.errors import CompileError
 from compiler.graph.ir import Graph, Node, Op
-from compiler.model.accel_ops import AccelOp, accel_op
+from compiler.model.accel_ops import (
+    ACCEL_TEMPLATES,
+    COMMON,
+    AccelOp,
+    AccelTemplate,
+    accel_op,
+)
 from isa import AccelConfig
 
 __all__ = ["ACCEL", "CPU", "RULES", "VIEW", "Partition", "Placement", "partition"]
 
 ACCEL, CPU, VIEW = "accel", "cpu", "view"
 
-#: The rules, as the report prints them.
+
+def _template_rule(template: AccelTemplate) -> str:
+    conditions = ", ".join(r.text for r in template.requirements)
+    suffix = f": {conditions}" if conditions else ""
+    return f"{template.op.value} runs on the accelerator{suffix}"
+
+
+#: The rules, as the report prints them: the templates' own conditions, then the common ones.
 RULES = (
-    "QConv (groups 1, dilation 1, equal strides and pads), QDense, QAdd (4-D), QMaxPool "
-    "(square window, no ceil mode; padded only after a ReLU) and QGlobalAvgPool run on the "
-    "accelerator when the configuration's operands are int8 and their tiles fit its buffers",
+    *(_template_rule(t) for t in ACCEL_TEMPLATES.values()),
+    *(f"every accelerator node needs {c}" for c in COMMON),
     "an int8 Flatten/Reshape of an (N, C, 1, 1) value computed on the accelerator is a view",
     "everything else (float operators, quantize/dequantize, layout changes) runs on the CPU",
 )

@@ -49,12 +49,45 @@ from compiler.graph.ir import (
     QuantAttrs,
 )
 
-__all__ = ["Calibration", "calibrate", "exponent", "quantize"]
+__all__ = [
+    "PASS_THROUGH",
+    "QUANTIZE_RULES",
+    "Calibration",
+    "QuantizeRule",
+    "calibrate",
+    "exponent",
+    "quantize",
+]
 
 #: Exponents are kept in this range (scales between 2**-24 and 2**16).
 _E_MIN, _E_MAX = -16, 24
 #: Operators that pass int8 values through unchanged (same scale).
-_PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY)
+PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY)
+
+
+@dataclass(frozen=True)
+class QuantizeRule:
+    """How a float operator ``op`` becomes the integer operator ``produces``: ``apply(quantizer,
+    node)`` emits the integer form and returns True, or returns False where this node cannot
+    be quantized (it then stays in float)."""
+
+    op: Op
+    produces: Op
+    apply: Callable[[_Quantizer, Node], bool]
+
+
+#: Each quantizable float operator's rule, by operator (registered with :func:`_rule`).
+QUANTIZE_RULES: dict[Op, QuantizeRule] = {}
+
+
+def _rule(op: Op, produces: Op) -> Callable[[Callable], Callable]:
+    """Register the decorated quantizer method as ``op``'s rule, producing ``produces``."""
+
+    def register(apply: Callable[[_Quantizer, Node], bool]) -> Callable:
+        QUANTIZE_RULES[op] = QuantizeRule(op, produces, apply)
+        return apply
+
+    return register
 
 
 #: Elements of each value kept per calibration sample to choose its exponent.
@@ -238,16 +271,10 @@ class _Quantizer:
 
     def _quantized(self, node: Node) -> bool:
         """Emit the int8 form of ``node`` if it has one; say whether it did."""
-        rule = {
-            Op.CONV: self._conv,
-            Op.GEMM: self._gemm,
-            Op.ADD: self._add,
-            Op.MAX_POOL: self._max_pool,
-            Op.GLOBAL_AVERAGE_POOL: self._global_avg,
-        }.get(node.op)
+        rule = QUANTIZE_RULES.get(node.op)
         if rule is not None:
-            return rule(node)
-        if node.op in _PASS_THROUGH and node.inputs[0] in self.ints:
+            return rule.apply(self, node)
+        if node.op in PASS_THROUGH and node.inputs[0] in self.ints:
             qname, e = self.ints[node.inputs[0]]
             out = self._int_name(node.outputs[0])
             self.b.add(node.op, [qname], node.attrs, name=node.name, outputs=[out])
@@ -292,6 +319,7 @@ class _Quantizer:
     def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
         return self.b.param(self.b.fresh(f"{value}_int8"), _to_int8(w, e_w))
 
+    @_rule(Op.CONV, produces=Op.QCONV)
     def _conv(self, node: Node) -> bool:
         weights = self._weights(node, 1)
         if weights is None or (len(node.inputs) == 3 and node.inputs[2] not in self.g_params):
@@ -313,6 +341,7 @@ class _Quantizer:
         )
         return True
 
+    @_rule(Op.GEMM, produces=Op.QDENSE)
     def _gemm(self, node: Node) -> bool:
         a = node.attrs
         weights = self._weights(node, 1)
@@ -340,6 +369,7 @@ class _Quantizer:
         )
         return True
 
+    @_rule(Op.ADD, produces=Op.QADD)
     def _add(self, node: Node) -> bool:
         a, b = node.inputs
         types = self.graph.types
@@ -358,6 +388,7 @@ class _Quantizer:
         self.ints[value] = (out, e_y)
         return True
 
+    @_rule(Op.MAX_POOL, produces=Op.QMAX_POOL)
     def _max_pool(self, node: Node) -> bool:
         q, e = self._int_value(node.inputs[0])
         out = self._int_name(node.outputs[0])
@@ -365,6 +396,7 @@ class _Quantizer:
         self.ints[node.outputs[0]] = (out, e)
         return True
 
+    @_rule(Op.GLOBAL_AVERAGE_POOL, produces=Op.QGLOBAL_AVG_POOL)
     def _global_avg(self, node: Node) -> bool:
         q, e = self._int_value(node.inputs[0])
         h, w = self.graph.types[node.inputs[0]].shape[2:]
