@@ -176,6 +176,21 @@ def test_without_the_alu_multiplier_an_average_that_multiplies_runs_on_the_cpu(s
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
+def test_a_node_whose_template_does_not_fit_the_buffers_runs_on_the_cpu_with_the_reason():
+    """Tiny's accumulator holds 256 rows; the global average of 2 channel blocks of 12x12
+    pixels needs 290, so partition (which lowers each template for the configuration) keeps it
+    on the CPU instead of failing in code generation; the rest stays on the accelerator."""
+    graph = residual_cnn(5, channels=8, size=12, in_channels=4, pool=False)
+    model = compile_model(graph, TINY, calibration=samples(graph, 2))
+    placement = model.partition.placement("gap")
+    assert (placement.op, placement.device) == ("QGlobalAvgPool", "cpu")
+    assert "needs 290 accumulator rows, the buffer has 256" in placement.reason
+    devices = {p.node: p.device for p in model.partition.placements}
+    assert [devices[n] for n in ("conv1", "conv2", "add", "fc")] == ["accel"] * 4
+    x = samples(graph, 1, seed=3)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
 def test_a_small_model_on_the_rtl_equals_the_reference():
     graph = residual_cnn(3, channels=8, size=8, pool=False)
     model = compile_model(graph, TINY, calibration=samples(graph, 2))
