@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from isa import VtaforgeError
 
-__all__ = ["CompileError", "GraphError", "ScheduleError", "UnsupportedOperator"]
+__all__ = [
+    "CompileError",
+    "GraphError",
+    "ScheduleError",
+    "UnknownInputShape",
+    "UnsupportedOperator",
+]
 
 
 def _where(**parts: object) -> str:
@@ -46,6 +52,11 @@ class CompileError(VtaforgeError, ValueError):
 class GraphError(CompileError):
     """A model or graph is malformed or cannot be compiled: bad structure, a shape that does not
     fit an operator, a file that is not a model, an input of the wrong shape or dtype."""
+
+
+class UnknownInputShape(GraphError):
+    """A model input's shape is not fixed (a dynamic or missing dimension) and was not given:
+    ``tensor`` names the input, ``axis`` the dimension where one is dynamic."""
 
 
 class UnsupportedOperator(GraphError):

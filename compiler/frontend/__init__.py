@@ -48,6 +48,11 @@ def import_model(
     """``model`` as a graph: a :class:`Graph` as it is; a ``torch.nn.Module`` exported on
     ``example_inputs`` (numpy arrays); anything else read as ONNX (a ModelProto, a path or
     bytes), with ``input_shapes`` fixing dynamic input dimensions."""
+    if isinstance(example_inputs, np.ndarray):
+        raise GraphError(
+            "example_inputs needs a sequence of arrays (one per model input), got one array: "
+            "write [array]"
+        )
     if isinstance(model, Graph):
         return model
     if _is_torch_module(model):

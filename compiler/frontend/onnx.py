@@ -4,10 +4,15 @@ This module walks the model; each ONNX operator (default domain) is read by the 
 registered for it and the model's opset (:mod:`compiler.frontend.onnx_ops`, registered with
 :func:`compiler.frontend.onnx_node.converts`). Every node goes through :class:`GraphBuilder`,
 so our own type inference checks the model as it is read. Initializers and ``Constant`` nodes
-become parameters; ``Identity`` and inference-mode ``Dropout`` become aliases. Anything the
-converters do not cover (an operator, an attribute value, a non-constant input that must be
-constant) is an :class:`UnsupportedOperator` naming the operator type, the node and the opset;
-a model that cannot be read or that has a dynamic input dimension is a :class:`GraphError`.
+become parameters; ``Identity`` and inference-mode ``Dropout`` become aliases. Shapes are
+static, so shape arithmetic is computed as the model is read: ``Shape`` is a parameter, and
+a node whose inputs are all parameters and whose output is an integer or boolean value
+becomes a parameter too (the Reshape targets that exported models compute from ``Shape``
+become constants). A converter of a multi-output operator (Split) defines every output it
+reads. Anything the converters do not cover (an operator, an attribute value, a non-constant
+input that must be constant) is an :class:`UnsupportedOperator` naming the operator type, the
+node and the opset; a model that cannot be read or that has a dynamic input dimension is a
+:class:`GraphError`.
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
-from compiler.errors import GraphError, UnsupportedOperator
-from compiler.frontend import onnx_ops  # noqa: F401  (registers the converters)
+from compiler.errors import GraphError, UnknownInputShape, UnsupportedOperator
+from compiler.frontend import onnx_ops, onnx_shape_ops  # noqa: F401  (register the converters)
 from compiler.frontend.converters import check_emits
 from compiler.frontend.onnx_node import OnnxNode, converter_for
-from compiler.graph.ir import DTYPES, Graph, GraphBuilder, Op
+from compiler.graph.ir import DTYPES, Graph, GraphBuilder, Op, TensorType
+from runtime.opset import OperatorError, kernel_kwargs
 
 __all__ = ["from_onnx"]
 
@@ -94,6 +101,56 @@ def _dtype(elem_type: int, what: str) -> str:
     return dtype
 
 
+# ----------------------------------------------------------------------------- folding
+#: The dtypes of values that the importer computes where all their inputs are constants.
+_FOLDED_DTYPES = ("int64", "int32", "bool")
+
+
+class _FoldingBuilder(GraphBuilder):
+    """A :class:`GraphBuilder` that folds shape arithmetic as it is added: a node whose inputs
+    are all parameters and whose one output is an integer or boolean value becomes a parameter
+    holding the kernel's result instead of a node.
+
+    Exported models compute shapes at run time (``torch.onnx.export`` writes
+    ``x.view(x.shape[0], -1)`` as ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``); the
+    shapes are static here, so Shape is a parameter, and folding what follows makes the
+    Reshape's target a constant, as its converter needs. Float arithmetic is left to
+    :func:`~compiler.graph.passes.fold_constants`.
+    """
+
+    def defines(self, value: str) -> bool:
+        """Whether ``value`` is defined (an input, a parameter or a node's output)."""
+        try:
+            self.type_of(value)
+        except GraphError:
+            return False
+        return True
+
+    def folded(
+        self,
+        op: Op,
+        attrs: Any,
+        consts: Sequence[np.ndarray | None],
+        types: Sequence[TensorType],
+        *,
+        node: str,
+    ) -> np.ndarray | None:
+        if not consts or any(a is None for a in consts):
+            return None
+        if len(types) != 1 or types[0].dtype not in _FOLDED_DTYPES:
+            return None
+        try:
+            array = op.definition.kernel(*consts, **kernel_kwargs(attrs))
+        except OperatorError as err:
+            raise GraphError(
+                f"cannot be computed at import: {err}", node=node, op=op.value
+            ) from None
+        array = np.asarray(array, types[0].dtype)
+        if array.shape != types[0].shape:  # a kernel that disagrees with its type rule
+            raise RuntimeError(f"{op.value} computed {array.shape}, its rule says {types[0]}")
+        return array
+
+
 # ----------------------------------------------------------------------------- the model
 class _Importer:
     """Converts one checked model: inputs, initializers, then the nodes in order."""
@@ -105,7 +162,7 @@ class _Importer:
         if not opsets:
             raise GraphError("the model imports no ai.onnx opset")
         self.opset = opsets[0]
-        self.builder = GraphBuilder(model.graph.name or "graph")
+        self.builder = _FoldingBuilder(model.graph.name or "graph")
         #: ONNX value name -> graph value name (differs for aliases)
         self.values: dict[str, str] = {}
         self.outputs = {o.name for o in model.graph.output}
@@ -125,6 +182,7 @@ class _Importer:
         for value in graph.input:
             if value.name not in initializers:
                 self._input(value)
+        self._check_operators()
         for node in graph.node:
             self.convert(node)
         outputs = [self._value(o.name, "the graph output") for o in graph.output]
@@ -153,12 +211,12 @@ class _Importer:
                     f"input_shapes gives {list(shape)} for a {_dims(dims)}", tensor=name
                 )
         elif not ty.HasField("shape"):
-            raise GraphError("has no shape: give it with input_shapes", tensor=name)
+            raise UnknownInputShape("has no shape: give it with input_shapes", tensor=name)
         else:
             for k, (d, proto) in enumerate(zip(dims, ty.shape.dim, strict=True)):
                 if d is None or d <= 0:
                     label = proto.dim_param or "unknown"
-                    raise GraphError(
+                    raise UnknownInputShape(
                         f"dimension {k} is dynamic ({label!r}): needs a fixed input shape, "
                         f"given with input_shapes={{{name!r}: (...)}}",
                         tensor=name,
@@ -168,28 +226,44 @@ class _Importer:
         self.builder.input(name, shape, dtype)
         self.values[name] = name
 
+    def _check_operators(self) -> None:
+        """One UnsupportedOperator naming every node whose operator has no converter (the
+        first one as the error's node), before any is converted."""
+        missing = []
+        for proto in self.model.graph.node:
+            default = proto.domain in _DEFAULT_DOMAINS
+            if not default or converter_for(proto.op_type, self.opset) is None:
+                full = proto.op_type if default else f"{proto.domain}.{proto.op_type}"
+                missing.append((proto, full, proto.name or proto.op_type.lower()))
+        if not missing:
+            return
+        (first, full, name), rest = missing[0], missing[1:]
+        others = ", ".join(dict.fromkeys(f"{f} ({n!r})" for _, f, n in rest))
+        also = f"; also unsupported: {others}" if rest else ""
+        raise UnsupportedOperator(
+            f"{full} is not supported{also}", op=first.op_type, node=name, opset=self.opset
+        )
+
     def convert(self, proto: onnx.NodeProto) -> None:
         """Add the graph node(s) of one ONNX node, or alias its output."""
         name = proto.name or self.builder.fresh(proto.op_type.lower())
         default = proto.domain in _DEFAULT_DOMAINS
         entry = converter_for(proto.op_type, self.opset) if default else None
-        if entry is None:
-            full = proto.op_type if default else f"{proto.domain}.{proto.op_type}"
-            raise UnsupportedOperator(
-                f"{full} is not supported", op=proto.op_type, node=name, opset=self.opset
-            )
+        assert entry is not None  # _check_operators refused the model otherwise
         attrs = {a.name: _attribute(a) for a in proto.attribute}
         inputs = [self._value(v, f"node {name!r}'s input") if v else "" for v in proto.input]
         n = OnnxNode(proto, name, self.opset, inputs, attrs, self.builder)
         for key in attrs:
             if key not in entry.attrs:
                 raise n.unsupported(f"the attribute {key!r} is not supported")
-        for extra in proto.output[1:]:
-            if extra and extra in self.read:
-                raise n.unsupported(f"the output {extra!r} (training or indices) is not supported")
         mark = self.builder.mark()
         alias = entry.convert(n)
         check_emits(self.builder.nodes_since(mark), entry.emits, proto.op_type)
+        for extra in proto.output[1:]:  # defined by converters of multi-output operators
+            if extra and self.builder.defines(extra):
+                self.values[extra] = extra
+            elif extra and extra in self.read:
+                raise n.unsupported(f"the output {extra!r} (training or indices) is not supported")
         out = proto.output[0]
         if alias is not None and out not in self.outputs:
             self.values[out] = alias

@@ -14,8 +14,16 @@ from collections.abc import Sequence
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.frontend.composites import (
+    GELU_OPS,
+    HARD_SIGMOID_OPS,
+    gelu,
+    hard_sigmoid,
+    hard_swish,
+)
 from compiler.frontend.onnx_node import Converter, OnnxNode, converts
 from compiler.graph.ir import (
+    DTYPES,
     AxisAttrs,
     BatchNormAttrs,
     ClipAttrs,
@@ -29,6 +37,7 @@ from compiler.graph.ir import (
     ReshapeAttrs,
     TransposeAttrs,
 )
+from runtime.opset import CastAttrs, LayerNormAttrs, ModAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -42,7 +51,15 @@ def _plain(op: Op) -> Converter:
     return lambda n: n.emit(op, n.inputs)
 
 
-for _op in (Op.MATMUL, Op.ADD, Op.SUB, Op.MUL, Op.RELU, Op.SIGMOID, Op.GLOBAL_AVERAGE_POOL):
+#: Operators read as they are: every input passes through, no attributes.
+_PLAIN = (
+    *(Op.MATMUL, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAX, Op.MIN),
+    *(Op.RELU, Op.SIGMOID, Op.TANH, Op.EXP, Op.LOG, Op.SQRT, Op.RECIPROCAL, Op.ERF),
+    *(Op.NEG, Op.ABS, Op.FLOOR, Op.CEIL, Op.GLOBAL_AVERAGE_POOL),
+    *(Op.EQUAL, Op.LESS, Op.LESS_OR_EQUAL, Op.GREATER, Op.GREATER_OR_EQUAL),
+    *(Op.AND, Op.OR, Op.XOR, Op.NOT, Op.WHERE),
+)
+for _op in _PLAIN:
     converts(_op.value, emits=[_op])(_plain(_op))
 
 
@@ -130,6 +147,42 @@ def _softmax_v13(n: OnnxNode) -> None:
     n.emit(Op.SOFTMAX, n.inputs, AxisAttrs(n.axis(n.attrs.get("axis", -1), n.rank())))
 
 
+@converts("HardSigmoid", emits=HARD_SIGMOID_OPS, attrs=["alpha", "beta"])
+def _hard_sigmoid(n: OnnxNode) -> None:
+    alpha, beta = float(n.attrs.get("alpha", 0.2)), float(n.attrs.get("beta", 0.5))
+    hard_sigmoid(n.builder, n.inputs[0], name=n.name, out=n.proto.output[0], alpha=alpha, beta=beta)
+
+
+@converts("HardSwish", emits=HARD_SIGMOID_OPS)
+def _hard_swish(n: OnnxNode) -> None:
+    hard_swish(n.builder, n.inputs[0], name=n.name, out=n.proto.output[0])
+
+
+@converts("Gelu", emits=GELU_OPS, attrs=["approximate"], since=20)
+def _gelu(n: OnnxNode) -> None:
+    approximate = n.attrs.get("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise n.error(f"approximate {approximate!r} is not 'none' or 'tanh'")
+    gelu(n.builder, n.inputs[0], name=n.name, out=n.proto.output[0], approximate=approximate)
+
+
+@converts("Mod", emits=[Op.MOD], attrs=["fmod"])
+def _mod(n: OnnxNode) -> None:
+    n.emit(Op.MOD, n.inputs, ModAttrs(bool(n.attrs.get("fmod", 0))))
+
+
+@converts("Cast", emits=[Op.CAST], attrs=["to", "saturate", "round_mode"])
+def _cast(n: OnnxNode) -> None:
+    to = n.attr("to")
+    try:
+        dtype = str(helper.tensor_dtype_to_np_dtype(to))
+    except (KeyError, ValueError):
+        dtype = f"element type {to}"
+    if dtype not in DTYPES:
+        raise n.unsupported(f"casts to {dtype}, not one of {', '.join(DTYPES)}")
+    n.emit(Op.CAST, n.inputs, CastAttrs(dtype))
+
+
 # ----------------------------------------------------------------------------- pooling
 def _pool(op: Op) -> Converter:
     def convert(n: OnnxNode) -> None:
@@ -159,30 +212,6 @@ converts(
 )(_pool(Op.AVERAGE_POOL))
 
 
-@converts(
-    "ReduceMean",
-    emits=[Op.GLOBAL_AVERAGE_POOL, Op.FLATTEN],
-    attrs=["axes", "keepdims", "noop_with_empty_axes"],
-)
-def _reduce_mean(n: OnnxNode) -> None:
-    """ReduceMean over the spatial axes of an NCHW value (how ``torch.onnx.export`` writes
-    adaptive average pooling to 1x1) is a global average pool, flattened without keepdims."""
-    rank = n.rank()
-    if n.has(1):
-        axes = [int(a) for a in n.const(1, "the axes").reshape(-1)]
-    else:
-        axes = list(n.attrs.get("axes", range(rank)))
-    if rank != 4 or sorted(n.axis(a, rank) for a in axes) != [2, 3]:
-        raise n.unsupported(f"supports the mean over H and W of NCHW only, not axes {axes}")
-    if n.attrs.get("keepdims", 1):
-        n.emit(Op.GLOBAL_AVERAGE_POOL, n.inputs[:1])
-        return
-    pooled = n.builder.add1(
-        Op.GLOBAL_AVERAGE_POOL, n.inputs[:1], name=n.builder.fresh(f"{n.name}_pool")
-    )
-    n.emit(Op.FLATTEN, [pooled], AxisAttrs(1))
-
-
 # ----------------------------------------------------------------------------- normalisation
 @converts(
     "BatchNormalization",
@@ -193,6 +222,20 @@ def _batch_norm(n: OnnxNode) -> None:
     if n.attrs.get("training_mode", 0) or not n.attrs.get("spatial", 1):
         raise n.unsupported("supports inference-mode, spatial batch normalisation only")
     n.emit(Op.BATCH_NORM, n.inputs, BatchNormAttrs(float(n.attrs.get("epsilon", 1e-5))))
+
+
+@converts(
+    "LayerNormalization",
+    emits=[Op.LAYER_NORM],
+    attrs=["axis", "epsilon", "stash_type"],
+    since=17,
+)
+def _layer_norm(n: OnnxNode) -> None:
+    if n.attrs.get("stash_type", 1) != TensorProto.FLOAT:
+        raise n.unsupported("computes in float32 only (stash_type 1)")
+    axis = n.axis(n.attrs.get("axis", -1), n.rank())
+    epsilon = float(np.float32(n.attrs.get("epsilon", 1e-5)))
+    n.emit(Op.LAYER_NORM, [v for v in n.inputs if v], LayerNormAttrs(axis, epsilon))
 
 
 # ----------------------------------------------------------------------------- data movement

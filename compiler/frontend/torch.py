@@ -30,6 +30,9 @@ inference, ``clone``, ``detach`` and ``alias`` -> nothing (the value is aliased)
 attributes (epsilon, slopes, clip bounds, pad values) are rounded to float32, as ONNX stores
 them and as the float32 kernels use them. Anything else is an :class:`UnsupportedOperator`
 naming the aten operator and the FX node (the first such node; the message lists them all).
+The indexing, shape and reduction operators are mapped in
+:mod:`compiler.frontend.torch_shape_ops`; a list-valued operator (``split``, ``chunk``) gives
+one value per part, taken by the ``getitem`` nodes that read it.
 
 Parameters and buffers become parameters named after their state-dict names, inputs after the
 forward's arguments, nodes after the FX nodes. Every node's inferred type is checked against
@@ -39,15 +42,17 @@ the type torch recorded for it, so a semantic mismatch fails at the node that ha
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import getitem
 
 import torch
 from torch import fx
 from torch.export.graph_signature import InputKind, OutputKind
 
 from compiler.errors import GraphError, UnsupportedOperator
-from compiler.frontend import torch_ops  # noqa: F401  (registers the converters)
+from compiler.frontend import torch_ops, torch_shape_ops  # noqa: F401  (register converters)
 from compiler.frontend.converters import check_emits
 from compiler.frontend.torch_node import (
+    CHECKS,
     CONVERTERS,
     TorchImport,
     arguments,
@@ -100,7 +105,8 @@ class _Importer(TorchImport):
                 raise GraphError(f"input {spec.arg.name!r} is a {spec.kind.name}, not supported")
             self.lifted[spec.arg.name] = (spec.target, tensors[spec.target])
         graph = self.program.graph_module.graph
-        missing = [n for n in graph.nodes if n.op == "call_function" and n.target not in CONVERTERS]
+        calls = [n for n in graph.nodes if n.op == "call_function" and n.target not in CHECKS]
+        missing = [n for n in calls if n.target not in CONVERTERS and n.target is not getitem]
         if missing:
             names = ", ".join(f"{target_name(n)} ({n.name})" for n in missing)
             raise UnsupportedOperator(
@@ -114,6 +120,10 @@ class _Importer(TorchImport):
                 if node.name not in self.lifted:
                     ty = meta_type(node)
                     self.values[node] = self.builder.input(node.name, ty[0], ty[1])
+            elif node.op == "call_function" and node.target in CHECKS:
+                continue  # export's run-time assertions: the static types already hold them
+            elif node.op == "call_function" and node.target is getitem:
+                self.values[node] = self._element(node)
             elif node.op == "call_function":
                 self.values[node] = self._convert(node)
             elif node.op == "output":
@@ -133,7 +143,7 @@ class _Importer(TorchImport):
             outputs.append(self.value(arg))
         return outputs
 
-    def _convert(self, node: fx.Node) -> str:
+    def _convert(self, node: fx.Node) -> str | tuple[str, ...]:
         entry = CONVERTERS[node.target]
         mark = self.builder.mark()
         try:
@@ -145,6 +155,20 @@ class _Importer(TorchImport):
                 err.detail, node=node.name, op=str(node.target), tensor=err.tensor
             ) from None
         check_emits(self.builder.nodes_since(mark), entry.emits, target_name(node))
+        if isinstance(value, tuple):  # a list of tensors (split): each checked at its getitem
+            return value
+        return self._check(node, value)
+
+    def _element(self, node: fx.Node) -> str:
+        """The part of a list-valued node (split, chunk) that a ``getitem`` node reads."""
+        source, index = node.args
+        parts = self.values.get(source)
+        if not isinstance(parts, tuple) or not isinstance(index, int):
+            raise GraphError(f"FX node {node.name!r} indexes what is not a list of tensors")
+        return self._check(node, parts[index])
+
+    def _check(self, node: fx.Node, value: str) -> str:
+        """``value``, the import of ``node``, after checking its type against torch's."""
         expected = meta_type(node)
         got = self.builder.type_of(value)
         if (got.shape, got.dtype) != expected:

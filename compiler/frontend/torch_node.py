@@ -22,6 +22,7 @@ from compiler.errors import GraphError, UnsupportedOperator
 from compiler.graph.ir import GraphBuilder, Op
 
 __all__ = [
+    "CHECKS",
     "CONVERTERS",
     "Converter",
     "TorchConverter",
@@ -98,6 +99,10 @@ class TorchConverter:
 
 #: Each supported aten overload's converter.
 CONVERTERS: dict[Any, TorchConverter] = {}
+
+#: Operators that ``torch.export`` inserts to assert metadata at run time; they compute no
+#: value, and the importer checks every node's static type against torch's anyway.
+CHECKS = frozenset({torch.ops.aten._assert_tensor_metadata.default})
 
 
 def converts(*overloads: str, emits: Iterable[Op] = ()) -> Callable[[Converter], Converter]:

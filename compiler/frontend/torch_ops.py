@@ -9,6 +9,15 @@ from typing import Any
 import numpy as np
 from torch import fx
 
+from compiler.frontend.composites import (
+    GELU_OPS,
+    HARD_SIGMOID_OPS,
+    SILU_OPS,
+    gelu,
+    hard_sigmoid,
+    hard_swish,
+    silu,
+)
 from compiler.frontend.torch_node import (
     Converter,
     TorchImport,
@@ -32,6 +41,7 @@ from compiler.graph.ir import (
     ReshapeAttrs,
     TransposeAttrs,
 )
+from runtime.opset import CastAttrs, LayerNormAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -158,12 +168,27 @@ def _pool(op: Op) -> Converter:
     return convert
 
 
-@converts("adaptive_avg_pool2d.default", emits=[Op.GLOBAL_AVERAGE_POOL])
+@converts(
+    "adaptive_avg_pool2d.default",
+    emits=[Op.GLOBAL_AVERAGE_POOL, Op.AVERAGE_POOL, Op.IDENTITY],
+)
 def _adaptive_avg_pool(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """To 1x1: a global average; to a size that divides the input's: an average pool whose
+    windows tile the input (equal to torch's windows there; to the input's own size it is the
+    input)."""
+    x = imp.value(args["self"])
     size = pair(args["output_size"])
-    if size != (1, 1):
-        raise unsupported(node, f"output size {list(size)} is not supported, only [1, 1]")
-    return imp.add(node, Op.GLOBAL_AVERAGE_POOL, [imp.value(args["self"])])
+    spatial = imp.builder.type_of(x).shape[-2:]
+    if size == (1, 1):
+        return imp.add(node, Op.GLOBAL_AVERAGE_POOL, [x])
+    if size == tuple(spatial):
+        return imp.add(node, Op.IDENTITY, [x])
+    if any(s % o for s, o in zip(spatial, size, strict=True)):
+        raise unsupported(
+            node, f"output size {list(size)} does not divide the input's {list(spatial)}"
+        )
+    window = tuple(s // o for s, o in zip(spatial, size, strict=True))
+    return imp.add(node, Op.AVERAGE_POOL, [x], PoolAttrs(window, window))
 
 
 @converts("batch_norm.default", emits=[Op.BATCH_NORM])
@@ -194,7 +219,16 @@ def _flatten(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     return _reshape(imp, node, args)
 
 
-@converts("view.default", "reshape.default", emits=[Op.RESHAPE])
+@converts(
+    "view.default",
+    "reshape.default",
+    "unflatten.int",
+    "squeeze.default",
+    "squeeze.dim",
+    "squeeze.dims",
+    "unsqueeze.default",
+    emits=[Op.RESHAPE],
+)
 def _reshape(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     attrs = ReshapeAttrs(meta_type(node)[0])
     return imp.add(node, Op.RESHAPE, [imp.value(args["self"])], attrs)
@@ -246,11 +280,11 @@ def _softmax(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     return imp.add(node, Op.SOFTMAX, [imp.value(args["self"])], AxisAttrs(axis))
 
 
-@converts("dropout.default")
+@converts("dropout.default", "dropout_.default", "feature_dropout.default")
 def _dropout(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     if args["train"] and args["p"] > 0:
         raise unsupported(node, "dropout in training mode is not supported")
-    return imp.value(args["input"])
+    return imp.value(args["input"] if "input" in args else args["self"])
 
 
 @converts("clone.default", "detach.default", "alias.default")
@@ -266,3 +300,247 @@ converts("hardtanh.default", "hardtanh_.default", emits=[Op.CLIP])(_clip("min_va
 converts("clamp.default", "clamp_.default", emits=[Op.CLIP])(_clip("min", "max"))
 converts("max_pool2d.default", emits=[Op.MAX_POOL])(_pool(Op.MAX_POOL))
 converts("avg_pool2d.default", emits=[Op.AVERAGE_POOL])(_pool(Op.AVERAGE_POOL))
+
+
+# ----------------------------------------------------------------------------- math
+def _unary(op: Op) -> Converter:
+    """``op`` of ``self`` alone."""
+    return lambda imp, node, args: imp.add(node, op, [imp.value(args["self"])])
+
+
+for _name, _op in [
+    ("tanh", Op.TANH),
+    ("exp", Op.EXP),
+    ("log", Op.LOG),
+    ("sqrt", Op.SQRT),
+    ("reciprocal", Op.RECIPROCAL),
+    ("erf", Op.ERF),
+    ("neg", Op.NEG),
+    ("abs", Op.ABS),
+    ("floor", Op.FLOOR),
+    ("ceil", Op.CEIL),
+    ("logical_not", Op.NOT),
+]:
+    converts(f"{_name}.default", f"{_name}_.default", emits=[_op])(_unary(_op))
+
+
+@converts("bitwise_not.default", emits=[Op.NOT])
+def _bitwise_not(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    if meta_type(node)[1] != "bool":
+        raise unsupported(node, "bitwise_not of integers is not supported (of bools it is Not)")
+    return imp.add(node, Op.NOT, [imp.value(args["self"])])
+
+
+@converts("rsqrt.default", emits=[Op.SQRT, Op.RECIPROCAL])
+def _rsqrt(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    root = imp.builder.add1(Op.SQRT, [imp.value(args["self"])], name=f"{node.name}.sqrt")
+    return imp.add(node, Op.RECIPROCAL, [root])
+
+
+def _operand_like(imp: TorchImport, node: fx.Node, arg: Any, like: str, role: str) -> str:
+    """A tensor operand's value, or a Python scalar as a 0-d parameter of ``like``'s dtype
+    (not the node's: a comparison's result is bool)."""
+    if isinstance(arg, fx.Node):
+        return imp.value(arg)
+    dtype = imp.builder.type_of(like).dtype
+    return imp.builder.param(imp.builder.fresh(f"{node.name}.{role}"), np.array(arg, dtype))
+
+
+def _pair_of(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> list[str]:
+    """``self`` and ``other`` as values, a scalar ``other`` in ``self``'s dtype."""
+    a = imp.value(args["self"])
+    return [a, _operand_like(imp, node, args["other"], a, "other")]
+
+
+def _elementwise(op: Op) -> Converter:
+    """``op`` of ``self`` and ``other`` (a tensor or a scalar)."""
+    return lambda imp, node, args: imp.add(node, op, _pair_of(imp, node, args))
+
+
+for _name, _op in [
+    ("eq", Op.EQUAL),
+    ("lt", Op.LESS),
+    ("le", Op.LESS_OR_EQUAL),
+    ("gt", Op.GREATER),
+    ("ge", Op.GREATER_OR_EQUAL),
+]:
+    converts(f"{_name}.Tensor", f"{_name}.Scalar", emits=[_op])(_elementwise(_op))
+converts("maximum.default", emits=[Op.MAX])(_elementwise(Op.MAX))
+converts("minimum.default", emits=[Op.MIN])(_elementwise(Op.MIN))
+converts("logical_and.default", emits=[Op.AND])(_elementwise(Op.AND))
+converts("logical_or.default", emits=[Op.OR])(_elementwise(Op.OR))
+converts("logical_xor.default", emits=[Op.XOR])(_elementwise(Op.XOR))
+
+
+def _bitwise(op: Op) -> Converter:
+    """A bitwise operator of bools: the logic operator ``op``."""
+
+    def convert(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+        if meta_type(node)[1] != "bool":
+            raise unsupported(node, "bitwise operators of integers are not supported")
+        return imp.add(node, op, _pair_of(imp, node, args))
+
+    return convert
+
+
+converts("bitwise_and.Tensor", "__and__.Tensor", emits=[Op.AND])(_bitwise(Op.AND))
+converts("bitwise_or.Tensor", "__or__.Tensor", emits=[Op.OR])(_bitwise(Op.OR))
+converts("bitwise_xor.Tensor", "__xor__.Tensor", emits=[Op.XOR])(_bitwise(Op.XOR))
+
+
+@converts("div.Tensor", "div_.Tensor", "div.Tensor_mode", emits=[Op.DIV, Op.FLOOR, Op.CAST])
+def _div(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """True division (of integers: in float32, as torch promotes them), or with
+    ``rounding_mode`` "floor" of floats and "trunc" of integers."""
+    mode = args.get("rounding_mode")
+    inputs = _pair_of(imp, node, args)
+    dtype, result = imp.builder.type_of(inputs[0]).dtype, meta_type(node)[1]
+    if dtype != result:  # integers divided truly: torch computes in float32
+        inputs = [
+            imp.builder.add1(Op.CAST, [v], CastAttrs(result), name=f"{node.name}.cast{k}")
+            for k, v in enumerate(inputs)
+        ]
+    floats = result == "float32"
+    if (mode is None and floats) or (mode == "trunc" and not floats):
+        return imp.add(node, Op.DIV, inputs)
+    if mode == "floor" and floats:
+        quotient = imp.builder.add1(Op.DIV, inputs, name=f"{node.name}.quotient")
+        return imp.add(node, Op.FLOOR, [quotient])
+    kind = "floor division of integers" if mode == "floor" else f"rounding_mode={mode!r}"
+    raise unsupported(node, f"{kind} is not supported (of {result} values)")
+
+
+@converts("pow.Tensor_Scalar", "pow.Tensor_Tensor", emits=[Op.POW])
+def _pow(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    base = imp.value(args["self"])
+    exponent = _operand_like(imp, node, args["exponent"], base, "exponent")
+    return imp.add(node, Op.POW, [base, exponent])
+
+
+@converts("where.self", emits=[Op.WHERE])
+def _where(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    inputs = [imp.value(args["condition"]), imp.value(args["self"]), imp.value(args["other"])]
+    return imp.add(node, Op.WHERE, inputs)
+
+
+@converts("masked_fill.Scalar", "masked_fill.Tensor", emits=[Op.WHERE])
+def _masked_fill(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    x = imp.value(args["self"])
+    fill = _operand_like(imp, node, args["value"], x, "value")
+    return imp.add(node, Op.WHERE, [imp.value(args["mask"]), fill, x])
+
+
+@converts("clamp_min.default", "clamp_min_.default", emits=[Op.CLIP])
+def _clamp_min(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    attrs = ClipAttrs(f32(args["min"]), _F32_MAX)
+    return imp.add(node, Op.CLIP, [imp.value(args["self"])], attrs)
+
+
+@converts("to.dtype", "_to_copy.default", "type_as.default", emits=[Op.CAST, Op.IDENTITY])
+def _to(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    x = imp.value(args["self"])
+    target = meta_type(node)[1]
+    if imp.builder.type_of(x).dtype == target:
+        return x
+    return imp.add(node, Op.CAST, [x], CastAttrs(target))
+
+
+# ----------------------------------------------------------------------------- composites
+@converts("gelu.default", "gelu_.default", emits=GELU_OPS)
+def _gelu(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    approximate = args.get("approximate", "none")
+    return gelu(
+        imp.builder, imp.value(args["self"]), name=node.name, out=None, approximate=approximate
+    )
+
+
+@converts("silu.default", "silu_.default", emits=SILU_OPS)
+def _silu(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    return silu(imp.builder, imp.value(args["self"]), name=node.name, out=None)
+
+
+@converts("hardswish.default", "hardswish_.default", emits=HARD_SIGMOID_OPS)
+def _hardswish(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    return hard_swish(imp.builder, imp.value(args["self"]), name=node.name, out=None)
+
+
+@converts("hardsigmoid.default", "hardsigmoid_.default", emits=HARD_SIGMOID_OPS)
+def _hardsigmoid(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    x = imp.value(args["self"])
+    return hard_sigmoid(imp.builder, x, name=node.name, out=None, alpha=1 / 6, beta=0.5)
+
+
+@converts("layer_norm.default", emits=[Op.LAYER_NORM])
+def _layer_norm(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    x = imp.value(args["input"])
+    shape = tuple(args["normalized_shape"])
+    rank = imp.rank(args["input"])
+    affine = []
+    for role, fill in (("weight", 1.0), ("bias", 0.0)):
+        if args[role] is None:
+            array = np.full(shape, fill, np.float32)
+            affine.append(imp.builder.param(imp.builder.fresh(f"{node.name}.{role}"), array))
+        else:
+            affine.append(imp.value(args[role]))
+    attrs = LayerNormAttrs(rank - len(shape), f32(args["eps"]))
+    return imp.add(node, Op.LAYER_NORM, [x, *affine], attrs)
+
+
+# ----------------------------------------------------------------------------- constants
+@converts(
+    "arange.default",
+    "arange.start",
+    "arange.start_step",
+    "full.default",
+    "zeros.default",
+    "ones.default",
+    "scalar_tensor.default",
+)
+def _created(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """A tensor made from Python values alone (no tensor input): computed now, a parameter."""
+    if any(isinstance(a, fx.Node) for a in (*node.args, *node.kwargs.values())):
+        raise unsupported(node, "a created tensor that depends on a tensor is not supported")
+    array = node.target(*node.args, **node.kwargs).detach().cpu().numpy()
+    return imp.builder.param(imp.builder.fresh(node.name), array)
+
+
+@converts("addmm.default", emits=[Op.GEMM])
+def _addmm(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """``beta * self + alpha * (mat1 @ mat2)``: ONNX's Gemm exactly."""
+    inputs = [imp.value(args["mat1"]), imp.value(args["mat2"]), imp.value(args["self"])]
+    attrs = GemmAttrs(alpha=f32(args["alpha"]), beta=f32(args["beta"]))
+    return imp.add(node, Op.GEMM, inputs, attrs)
+
+
+@converts(
+    "scaled_dot_product_attention.default",
+    emits=[Op.MATMUL, Op.TRANSPOSE, Op.MUL, Op.ADD, Op.WHERE, Op.SOFTMAX],
+)
+def _attention(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """``softmax(q @ k^T * scale + mask) @ v`` (a bool mask keeps where true, a float mask
+    adds; ``is_causal`` keeps the lower triangle), decomposed as torch defines it."""
+    if args.get("dropout_p", 0.0) or args.get("enable_gqa", False):
+        raise unsupported(node, "attention with dropout or grouped queries is not supported")
+    q, k, v = (imp.value(args[name]) for name in ("query", "key", "value"))
+    q_shape, k_shape = imp.builder.type_of(q).shape, imp.builder.type_of(k).shape
+    b, name = imp.builder, node.name
+    rank = len(k_shape)
+    perm = (*range(rank - 2), rank - 1, rank - 2)
+    k_t = b.add1(Op.TRANSPOSE, [k], TransposeAttrs(perm), name=b.fresh(f"{name}.key_t"))
+    scores = b.add1(Op.MATMUL, [q, k_t], name=b.fresh(f"{name}.scores"))
+    scale = args.get("scale") or 1 / np.sqrt(q_shape[-1])
+    factor = b.param(b.fresh(f"{name}.scale"), np.array(scale, np.float32))
+    scores = b.add1(Op.MUL, [scores, factor], name=b.fresh(f"{name}.scaled"))
+    mask = args.get("attn_mask")
+    if args.get("is_causal", False):
+        causal = np.tril(np.ones((q_shape[-2], k_shape[-2]), bool))
+        mask = b.param(b.fresh(f"{name}.causal"), causal)
+    elif mask is not None:
+        mask = imp.value(mask)
+    if mask is not None and b.type_of(mask).dtype == "bool":
+        lowest = b.param(b.fresh(f"{name}.masked"), np.array(-np.inf, np.float32))
+        scores = b.add1(Op.WHERE, [mask, scores, lowest], name=b.fresh(f"{name}.masked_scores"))
+    elif mask is not None:
+        scores = b.add1(Op.ADD, [scores, mask], name=b.fresh(f"{name}.masked_scores"))
+    probs = b.add1(Op.SOFTMAX, [scores], AxisAttrs(rank - 1), name=b.fresh(f"{name}.probs"))
+    return imp.add(node, Op.MATMUL, [probs, v])

@@ -77,6 +77,7 @@ __all__ = [
     "TensorType",
     "TransposeAttrs",
     "copy_into",
+    "node_names",
 ]
 
 
@@ -243,6 +244,11 @@ class GraphBuilder:
         in_types = [self._types[v] for v in inputs]
         consts = [self._params.get(v) for v in inputs]
         out_types = infer_types(op, attrs, in_types, consts, node=name)
+        folded = self.folded(op, attrs, consts, out_types, node=name)
+        if folded is not None:
+            output = outputs[0] if outputs else name
+            self.param(output, folded)
+            return (output,)
         if outputs is None:
             outputs = [name] + [f"{name}:{k}" for k in range(1, len(out_types))]
         if len(outputs) != len(out_types):
@@ -255,6 +261,20 @@ class GraphBuilder:
         self._nodes.append(node)
         self._node_names.add(name)
         return node.outputs
+
+    def folded(
+        self,
+        op: Op,
+        attrs: Any,
+        consts: Sequence[np.ndarray | None],
+        types: Sequence[TensorType],
+        *,
+        node: str,
+    ) -> np.ndarray | None:
+        """The array a node would compute, where it is to become a parameter instead of a
+        node (never, here: a subclass may fold what it knows to be constant)."""
+        del op, attrs, consts, types, node
+        return None
 
     def add1(self, op: Op, inputs: Sequence[str], attrs: Any = None, **kw: Any) -> str:
         """:meth:`add` for the (usual) single-output node: its output's name."""
@@ -292,6 +312,23 @@ class GraphBuilder:
         if value in self._types:
             raise GraphError(f"value {value!r} is defined twice", node=node)
         self._types[value] = ty
+
+
+def node_names(names: object, what: str) -> list[str]:
+    """``names`` (an option such as ``cpu_only``) as a list of node names: a string, a
+    non-iterable or a name that is no string is a GraphError, never a silent misreading."""
+    if isinstance(names, str):
+        raise GraphError(f"{what} needs a list of node names, got the string {names!r}")
+    try:
+        listed = list(names)  # type: ignore[call-overload]
+    except TypeError:
+        raise GraphError(
+            f"{what} needs a list of node names, got {type(names).__name__} {names!r}"
+        ) from None
+    for name in listed:
+        if not isinstance(name, str):
+            raise GraphError(f"{what} needs node names (strings), got {name!r}")
+    return listed
 
 
 def copy_into(builder: GraphBuilder, graph: Graph) -> None:

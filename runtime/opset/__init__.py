@@ -11,14 +11,18 @@ run with them is the bit-exact oracle of every accelerator run.
 
 # importing a family's module registers its operators
 from runtime.opset import (  # noqa: F401
+    arithmetic,
     elementwise,
+    indexing,
     layout,
     linear,
     movement,
     normalization,
     pooling,
     quantization,
+    reduction,
 )
+from runtime.opset.arithmetic import CastAttrs, ModAttrs, QAddAttrs
 from runtime.opset.base import (
     DTYPES,
     OPERATORS,
@@ -32,11 +36,11 @@ from runtime.opset.base import (
     broadcast,
     kernel_kwargs,
 )
-from runtime.opset.elementwise import ClipAttrs, LeakyReluAttrs, QAddAttrs
+from runtime.opset.elementwise import ClipAttrs, LeakyReluAttrs
 from runtime.opset.layout import PackAttrs, pack, unpack
 from runtime.opset.linear import ConvAttrs, GemmAttrs, QConvAttrs, QDenseAttrs
 from runtime.opset.movement import PadAttrs, ReshapeAttrs, TransposeAttrs
-from runtime.opset.normalization import BatchNormAttrs
+from runtime.opset.normalization import BatchNormAttrs, LayerNormAttrs
 from runtime.opset.pooling import PoolAttrs, QAvgPoolAttrs
 from runtime.opset.quantization import QuantAttrs
 
@@ -45,10 +49,13 @@ __all__ = [
     "OPERATORS",
     "AxisAttrs",
     "BatchNormAttrs",
+    "CastAttrs",
     "ClipAttrs",
     "ConvAttrs",
     "GemmAttrs",
+    "LayerNormAttrs",
     "LeakyReluAttrs",
+    "ModAttrs",
     "NoAttrs",
     "OperandError",
     "Operator",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime.opset.base import (
+    DTYPES,
     MANY,
     AxisAttrs,
     Operator,
@@ -99,6 +100,8 @@ class Transpose(Operator):
 
 
 class Concat(Operator):
+    """The inputs (of one dtype, any) joined along ``axis``."""
+
     name = "Concat"
     member = "CONCAT"
     Attrs = AxisAttrs
@@ -117,7 +120,7 @@ class Concat(Operator):
             )
         shape = list(first)
         shape[axis] = sum(t.shape[axis] for t in inputs)
-        return [TensorType(tuple(shape), same_dtype(inputs, "float32", "int8"))]
+        return [TensorType(tuple(shape), same_dtype(inputs, *DTYPES))]
 
     @staticmethod
     def kernel(*xs, axis):

@@ -1,4 +1,4 @@
-"""Normalisations: inference-mode batch normalisation and softmax."""
+"""Normalisations: inference-mode batch normalisation, layer normalisation and softmax."""
 
 from __future__ import annotations
 
@@ -6,9 +6,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import AxisAttrs, Operator, TensorType, need, resolve_axis, same_dtype
+from runtime.opset.base import (
+    AxisAttrs,
+    Operator,
+    TensorType,
+    broadcast,
+    need,
+    resolve_axis,
+    same_dtype,
+)
 
-__all__ = ["BatchNormAttrs", "BatchNormalization", "Softmax"]
+__all__ = [
+    "BatchNormAttrs",
+    "BatchNormalization",
+    "LayerNormAttrs",
+    "LayerNormalization",
+    "Softmax",
+]
 
 _F32 = np.float32
 
@@ -65,3 +79,44 @@ class Softmax(Operator):
         x = _f32(x)
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
+
+
+@dataclass(frozen=True)
+class LayerNormAttrs:
+    """Normalisation over the axes from ``axis`` (non-negative) to the last."""
+
+    axis: int
+    epsilon: float = 1e-5
+
+
+class LayerNormalization(Operator):
+    """``(x - mean) / sqrt(var + epsilon) * scale + bias`` over the axes from ``axis`` on
+    (inputs x, scale[, bias], the last two broadcast to those axes), in float32 as
+    onnxruntime computes it."""
+
+    name = "LayerNormalization"
+    member = "LAYER_NORM"
+    Attrs = LayerNormAttrs
+    arity = (2, 3)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        x = inputs[0].shape
+        axis = resolve_axis(AxisAttrs(attrs.axis), len(x))
+        normalised = x[axis:]
+        for t in inputs[1:]:
+            need(
+                len(t.shape) <= len(normalised) and broadcast(t.shape, normalised) == normalised,
+                f"scale and bias must broadcast to {list(normalised)}",
+            )
+        return [TensorType(x, same_dtype(inputs, "float32"))]
+
+    @staticmethod
+    def kernel(x, scale, bias=None, *, axis, epsilon):
+        x = _f32(x)
+        axes = tuple(range(axis, x.ndim))
+        mean = x.mean(axis=axes, keepdims=True, dtype=_F32)
+        centred = x - mean
+        var = (centred * centred).mean(axis=axes, keepdims=True, dtype=_F32)
+        y = centred / np.sqrt(var + _F32(epsilon)) * _f32(scale)
+        return y if bias is None else y + _f32(bias)

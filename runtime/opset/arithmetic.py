@@ -1,0 +1,403 @@
+"""Arithmetic, comparison and logic, elementwise over broadcast operands (numpy's and ONNX's
+multidirectional broadcast), and the integer addition of the quantized graph.
+
+Arithmetic keeps its operands' dtype (one dtype for all operands): float32 in float32, integers
+with two's-complement wrap-around; integer division truncates toward zero (as onnxruntime and C
+do), Mod follows the divisor's sign unless ``fmod``. Comparisons give bool; logic takes bool.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime.opset.base import (
+    DTYPES,
+    MANY,
+    Operator,
+    Origin,
+    TensorType,
+    broadcast,
+    need,
+    same_dtype,
+)
+from runtime.opset.integer import half, requantize
+
+__all__ = [
+    "Abs",
+    "Add",
+    "And",
+    "Cast",
+    "CastAttrs",
+    "Div",
+    "Equal",
+    "Greater",
+    "GreaterOrEqual",
+    "Less",
+    "LessOrEqual",
+    "Max",
+    "Min",
+    "Mod",
+    "ModAttrs",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "Pow",
+    "QAdd",
+    "QAddAttrs",
+    "Sub",
+    "Where",
+    "Xor",
+    "broadcast_all",
+]
+
+#: The dtypes arithmetic takes.
+NUMERIC = ("float32", "int8", "int32", "int64")
+
+
+def broadcast_all(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The broadcast of every shape in ``shapes``."""
+    return functools.reduce(broadcast, shapes, ())
+
+
+def _same(inputs: Sequence[TensorType], allowed: Sequence[str]) -> TensorType:
+    """The broadcast type of ``inputs``, which share one dtype of ``allowed``."""
+    dtype = same_dtype(inputs, *allowed)
+    return TensorType(broadcast_all([t.shape for t in inputs]), dtype)
+
+
+class _Arithmetic(Operator):
+    """A binary operator whose result has its operands' (shared) dtype."""
+
+    arity = (2, 2)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        return [_same(inputs, NUMERIC)]
+
+
+def _binary(ufunc: Callable) -> Callable:
+    """A kernel applying the binary ``ufunc``, without numpy's overflow warnings (integers
+    wrap, as two's complement does)."""
+
+    def kernel(a, b):
+        with np.errstate(over="ignore"):
+            return ufunc(a, b)
+
+    return kernel
+
+
+class Add(_Arithmetic):
+    name = "Add"
+    member = "ADD"
+    kernel = staticmethod(_binary(np.add))
+
+
+class Sub(_Arithmetic):
+    name = "Sub"
+    member = "SUB"
+    kernel = staticmethod(_binary(np.subtract))
+
+
+class Mul(_Arithmetic):
+    name = "Mul"
+    member = "MUL"
+    kernel = staticmethod(_binary(np.multiply))
+
+
+class Div(_Arithmetic):
+    """Division; of integers, truncating toward zero (a zero divisor gives 0, as no error can
+    be raised midway through a model: a typed error is raised where it is a constant)."""
+
+    name = "Div"
+    member = "DIV"
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        out = _same(inputs, NUMERIC)
+        divisor = consts[1]
+        if out.dtype != "float32" and divisor is not None:
+            need(bool(np.all(divisor != 0)), "divides integers by zero")
+        return [out]
+
+    @staticmethod
+    def kernel(a, b):
+        if a.dtype.kind == "f":
+            return np.divide(a, b)
+        safe = np.where(b == 0, 1, b)
+        quotient = np.abs(a.astype(np.int64)) // np.abs(safe.astype(np.int64))
+        signed = np.where((a < 0) != (safe < 0), -quotient, quotient)
+        return np.where(b == 0, 0, signed).astype(a.dtype)
+
+
+@dataclass(frozen=True)
+class ModAttrs:
+    """``fmod``: the remainder takes the dividend's sign (C's fmod), else the divisor's."""
+
+    fmod: bool = False
+
+
+class Mod(_Arithmetic):
+    name = "Mod"
+    member = "MOD"
+    Attrs = ModAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        out = _same(inputs, NUMERIC)
+        need(attrs.fmod or out.dtype != "float32", "Mod of floats needs fmod=1")
+        if out.dtype != "float32" and consts[1] is not None:
+            need(bool(np.all(consts[1] != 0)), "takes integers modulo zero")
+        return [out]
+
+    @staticmethod
+    def kernel(a, b, *, fmod):
+        if a.dtype.kind == "f":
+            return np.fmod(a, b) if fmod else np.mod(a, b)
+        safe = np.where(b == 0, 1, b)
+        rest = np.fmod(a, safe) if fmod else np.mod(a, safe)
+        return np.where(b == 0, 0, rest).astype(a.dtype)
+
+
+class Pow(Operator):
+    """``a ** b`` in ``a``'s dtype; the exponent may have another numeric dtype."""
+
+    name = "Pow"
+    member = "POW"
+    arity = (2, 2)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        base = same_dtype(inputs[:1], "float32", "int32", "int64")
+        same_dtype(inputs[1:], *NUMERIC)
+        if base != "float32" and consts[1] is not None:
+            need(bool(np.all(consts[1] >= 0)), "raises integers to negative powers")
+        return [TensorType(broadcast(inputs[0].shape, inputs[1].shape), base)]
+
+    @staticmethod
+    def kernel(a, b):
+        if a.dtype.kind == "f":
+            return np.power(a, b.astype(a.dtype)).astype(a.dtype)
+        with np.errstate(over="ignore"):
+            return np.power(a.astype(np.int64), np.maximum(b, 0).astype(np.int64)).astype(a.dtype)
+
+
+class _Extreme(Operator):
+    """The elementwise extreme of one or more operands, broadcast."""
+
+    arity = (1, MANY)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        return [_same(inputs, NUMERIC)]
+
+
+class Max(_Extreme):
+    name = "Max"
+    member = "MAX"
+
+    @staticmethod
+    def kernel(*xs):
+        return functools.reduce(np.maximum, xs)
+
+
+class Min(_Extreme):
+    name = "Min"
+    member = "MIN"
+
+    @staticmethod
+    def kernel(*xs):
+        return functools.reduce(np.minimum, xs)
+
+
+class _Sign(Operator):
+    """A numeric operator of one operand, keeping its type."""
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, *NUMERIC)
+        return [inputs[0]]
+
+
+class Neg(_Sign):
+    """``-x`` (the most negative integer is its own negation, as in two's complement)."""
+
+    name = "Neg"
+    member = "NEG"
+
+    @staticmethod
+    def kernel(x):
+        return np.negative(x)
+
+
+class Abs(_Sign):
+    """``|x|`` (the most negative integer is its own magnitude, as in two's complement)."""
+
+    name = "Abs"
+    member = "ABS"
+
+    @staticmethod
+    def kernel(x):
+        return np.abs(x)
+
+
+class _Comparison(Operator):
+    """A comparison of two operands of one dtype: bool."""
+
+    arity = (2, 2)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        return [TensorType(_same(inputs, DTYPES).shape, "bool")]
+
+
+class Equal(_Comparison):
+    name = "Equal"
+    member = "EQUAL"
+    kernel = staticmethod(_binary(np.equal))
+
+
+class Less(_Comparison):
+    name = "Less"
+    member = "LESS"
+    kernel = staticmethod(_binary(np.less))
+
+
+class LessOrEqual(_Comparison):
+    name = "LessOrEqual"
+    member = "LESS_OR_EQUAL"
+    kernel = staticmethod(_binary(np.less_equal))
+
+
+class Greater(_Comparison):
+    name = "Greater"
+    member = "GREATER"
+    kernel = staticmethod(_binary(np.greater))
+
+
+class GreaterOrEqual(_Comparison):
+    name = "GreaterOrEqual"
+    member = "GREATER_OR_EQUAL"
+    kernel = staticmethod(_binary(np.greater_equal))
+
+
+class _Logic(Operator):
+    arity = (2, 2)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        return [_same(inputs, ("bool",))]
+
+
+class And(_Logic):
+    name = "And"
+    member = "AND"
+    kernel = staticmethod(_binary(np.logical_and))
+
+
+class Or(_Logic):
+    name = "Or"
+    member = "OR"
+    kernel = staticmethod(_binary(np.logical_or))
+
+
+class Xor(_Logic):
+    name = "Xor"
+    member = "XOR"
+    kernel = staticmethod(_binary(np.logical_xor))
+
+
+class Not(Operator):
+    name = "Not"
+    member = "NOT"
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, "bool")
+        return [inputs[0]]
+
+    @staticmethod
+    def kernel(x):
+        return np.logical_not(x)
+
+
+class Where(Operator):
+    """``x`` where ``condition`` holds, else ``y``; all three broadcast."""
+
+    name = "Where"
+    member = "WHERE"
+    arity = (3, 3)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs[:1], "bool")
+        out = _same(inputs[1:], DTYPES)
+        return [TensorType(broadcast(inputs[0].shape, out.shape), out.dtype)]
+
+    @staticmethod
+    def kernel(condition, x, y):
+        return np.where(condition, x, y)
+
+
+@dataclass(frozen=True)
+class CastAttrs:
+    """The dtype to convert to."""
+
+    to: str
+
+
+class Cast(Operator):
+    """Conversion to ``to``: floats to integers truncate toward zero, anything to bool is
+    "not zero"."""
+
+    name = "Cast"
+    member = "CAST"
+    Attrs = CastAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        need(attrs.to in DTYPES, f"cannot cast to {attrs.to!r}")
+        return [TensorType(inputs[0].shape, attrs.to)]
+
+    @staticmethod
+    def kernel(x, *, to):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.asarray(x).astype(to)
+
+
+@dataclass(frozen=True)
+class QAddAttrs:
+    """Integer addition ``clip(((a << a_shift) + (b << b_shift) + 2**(shift-1)) >> shift,
+    lo, hi)``: the shift rounds to nearest."""
+
+    a_shift: int
+    b_shift: int
+    shift: int
+    lo: int = -128
+    hi: int = 127
+
+
+class QAdd(Operator):
+    """``clip(((a << a_shift) + (b << b_shift) + 2**(shift-1)) >> shift, lo, hi)`` as int8:
+    the shift rounds to nearest."""
+
+    name = "QAdd"
+    member = "QADD"
+    origin = Origin.QUANTIZED
+    Attrs = QAddAttrs
+    arity = (2, 2)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        need(inputs[0].dtype == inputs[1].dtype == "int8", "needs int8 operands")
+        need(inputs[0].shape == inputs[1].shape, "needs operands of one shape")
+        return [inputs[0]]
+
+    @staticmethod
+    def kernel(a, b, *, a_shift, b_shift, shift, lo=-128, hi=127):
+        total = (a.astype(np.int64) << a_shift) + (b.astype(np.int64) << b_shift) + half(shift)
+        return requantize(total, None, shift, lo, hi)
