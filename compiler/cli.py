@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.errors import GraphError
+from compiler.errors import GraphError, UnknownInputShape
 from compiler.graph.ir import Graph
 from runtime.cli import Command, progress_bar
 from runtime.cli_common import check_output_file
 
-__all__ = ["COMPILE", "add_calibration_option", "calibration_samples"]
+__all__ = ["COMPILE", "add_calibration_option", "calibration_samples", "read_onnx"]
 
 _RANDOM_SAMPLES = 4
 
@@ -25,12 +25,67 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "--config", default="default", metavar="PRESET|FILE", help="the accelerator's"
     )
     add_calibration_option(parser)
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        type=_input_shape,
+        metavar="NAME=D,D,...",
+        help="fix an input's shape (repeatable): needed for every input with dynamic dimensions",
+    )
+    parser.add_argument(
+        "--cpu-only",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="keep a node of the quantized graph off the accelerator (repeatable)",
+    )
+    parser.add_argument(
+        "--keep-float",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="leave a node in float, on the CPU (repeatable)",
+    )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
     parser.epilog = (
         "Compiles an ONNX model for the accelerator (quantized to int8 with power-of-two scales) "
         "into one file that `vtaforge run` executes."
     )
+
+
+def _input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``NAME=1,3,224,224`` as (name, shape)."""
+    name, sep, dims = text.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or min(shape) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=D,D,... with positive dimensions (e.g. x=1,3,224,224)"
+        )
+    return name, shape
+
+
+def read_onnx(path: Path, shapes: list[tuple[str, tuple[int, ...]]]) -> Graph:
+    """The graph of the ONNX file ``path`` with ``--input-shape`` values ``shapes``; an input
+    whose shape is not fixed is an error naming the flag."""
+    from compiler.frontend import from_onnx
+
+    given = dict(shapes)
+    if len(given) != len(shapes):
+        raise GraphError("--input-shape names an input twice")
+    try:
+        return from_onnx(path, input_shapes=given)
+    except UnknownInputShape as err:
+        where = f"dimension {err.axis} is not fixed" if err.axis else "its shape is not given"
+        raise UnknownInputShape(
+            f"{where}: give its shape with --input-shape {err.tensor}=D,D,...",
+            tensor=err.tensor,
+            axis=err.axis,
+        ) from None
 
 
 def add_calibration_option(parser: argparse.ArgumentParser) -> None:
@@ -66,26 +121,42 @@ def calibration_samples(graph: Graph, path: Path | None) -> list[dict[str, np.nd
     missing = [n for n in graph.inputs if n not in arrays]
     if missing:
         raise GraphError(f"calibration data {path} has no array for input {missing[0]!r}")
-    count = min(len(arrays[n]) for n in graph.inputs)
-    for name in graph.inputs:
-        if arrays[name].shape[1:] != graph.types[name].shape:
-            raise GraphError(
-                f"calibration array {name!r} has samples of shape {list(arrays[name].shape[1:])}"
-                f", the input {list(graph.types[name].shape)}"
-            )
-    return [{n: arrays[n][k].astype(np.float32) for n in graph.inputs} for k in range(count)]
+    batches = {n: _samples_of(arrays[n], graph.types[n].shape, n) for n in graph.inputs}
+    count = min(len(b) for b in batches.values())
+    return [{n: batches[n][k].astype(np.float32) for n in graph.inputs} for k in range(count)]
+
+
+def _samples_of(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``array`` as a stack of samples of ``shape``: one sample of that shape, samples along a
+    new first axis, or, for an input of batch 1, samples along the batch axis (an (N, C, H, W)
+    array as users save a data set)."""
+    if array.shape == shape:
+        return array[None]
+    if array.shape[1:] == shape:
+        return array
+    if shape and shape[0] == 1 and array.shape[1:] == shape[1:] and len(array):
+        return array[:, None]
+    raise GraphError(
+        f"calibration array {name!r} has shape {list(array.shape)}: needs samples of the "
+        f"input's shape {list(shape)} (stacked along a first axis)"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
-    from compiler.frontend import from_onnx
     from compiler.model import STAGES, compile_model
 
     check_output_file(args.output, "-o")
-    graph = from_onnx(args.model)
+    graph = read_onnx(args.model, args.input_shape)
     samples = calibration_samples(graph, args.calibrate)
     with progress_bar(len(STAGES), "stage") as advance:
         compiled = compile_model(
-            graph, args.config, calibration=samples, name=args.model.stem, progress=advance
+            graph,
+            args.config,
+            calibration=samples,
+            name=args.model.stem,
+            progress=advance,
+            cpu_only=args.cpu_only,
+            keep_float=args.keep_float,
         )
     compiled.save(args.output)
     if args.report:

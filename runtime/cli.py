@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -38,7 +38,15 @@ from isa import (
 )
 from isa.assembly import SYNTAX
 from runtime.cli_common import CliError, check_output_dir, check_output_file, read_source
-from runtime.cli_sim import configure_sim, run_sim
+from runtime.cli_sim import (
+    add_timing_options,
+    check_report_path,
+    configure_sim,
+    describe_timing,
+    run_sim,
+    timing_from,
+    write_report,
+)
 from runtime.progress import elapsed_progress, format_elapsed, progress_bar
 from simulator import DeadlockError, FunctionalSimulator
 
@@ -250,10 +258,22 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
         help="an input array (.npy), once per model input in order, or one .npz by name",
     )
     parser.add_argument("-o", "--output", type=Path, metavar="OUT.npz", help="save the outputs")
-    parser.add_argument("--report", action="store_true", help="print the per-step table")
+    parser.add_argument(
+        "--report",
+        nargs="?",
+        const=True,
+        type=Path,
+        metavar="FILE.json|FILE.csv",
+        help="print the per-step table; with a file, also write it there with the totals",
+    )
     parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
     parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
-    parser.epilog = "Runs a compiled model (vtaforge compile) and prints its outputs' summary."
+    add_timing_options(parser)
+    parser.epilog = (
+        "Runs a compiled model (vtaforge compile) and prints its outputs' summary. On sim the "
+        "memory timing is the defaults (an ideal memory) unless --timing/--set/--read-latency "
+        "change it; rtl simulates its own AXI memory model."
+    )
 
 
 def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
@@ -271,16 +291,36 @@ def _run_run(args: argparse.Namespace) -> int:
 
     if (args.trace or args.plots) and args.device == "fsim":
         raise CliError("--trace and --plots need a timed device (sim or rtl)")
+    timed = args.timing is not None or args.set or args.read_latency is not None
+    if timed and args.device != "sim":
+        raise CliError(
+            f"--timing, --set and --read-latency set the sim device's memory timing; "
+            f"{args.device} has {'none' if args.device == 'fsim' else 'its own AXI memory model'}"
+        )
     for option, path in (("-o", args.output), ("--trace", args.trace)):
         if path is not None:
             check_output_file(path, option)
+    report_file = args.report if isinstance(args.report, Path) else None
+    if report_file is not None:
+        check_report_path(report_file)
     if args.plots is not None:
         check_output_dir(args.plots, "--plots")
+    options = {}
+    if args.device == "sim":
+        options["timing"] = timing_from(args.timing, args.read_latency, args.set)
+        print(describe_timing(options["timing"]))
+    elif args.device == "rtl":
+        from runtime.devices.rtl import AXI_RAM_TIMING
+
+        print(f"{describe_timing(AXI_RAM_TIMING)} (the RTL's AXI memory model)")
     model = load_model(args.model)
     inputs = _load_inputs(args.input)
     with progress_bar(len(model.image.steps), "step") as advance:
-        result = model.run(inputs, device=args.device, progress=advance)
+        result = model.run(inputs, device=args.device, progress=advance, **options)
     report = result.report
+    if report_file is not None:
+        write_report(report_file, _report_rows(report))
+        print(f"wrote {report_file}")
     if args.report:
         print(report.table())
     else:
@@ -306,6 +346,47 @@ def _run_run(args: argparse.Namespace) -> int:
             for path in write_model_plots(result.cycle_stats, args.plots):
                 print(f"wrote {path}")
     return 0
+
+
+def _report_rows(report: Any) -> list[dict[str, Any]]:
+    """One row per step (where it ran, its cycles, bytes and host time), then the totals with
+    the end-to-end latency: the accelerator's time at its clock plus the CPU steps' host
+    time."""
+    rows = []
+    for step in report.steps:
+        rows.append(
+            {
+                "step": step.node,
+                "op": step.op,
+                "device": step.device,
+                "kernel": step.kernel,
+                "cycles": step.cycles,
+                "utilisation": step.utilisation,
+                "dram_bytes": step.dram_bytes,
+                "macs": step.macs,
+                "host_ms": 1e3 * step.wall_seconds,
+            }
+        )
+    total = report.summary()
+    accel_ms = total["accel_ms"]
+    latency = None if accel_ms is None else accel_ms + total["cpu_ms"]
+    rows.append(
+        {
+            "step": "(total)",
+            "op": "",
+            "device": report.device,
+            "kernel": "",
+            "cycles": total["cycles"],
+            "utilisation": total["gemm_utilisation"],
+            "dram_bytes": total["dram_bytes"],
+            "macs": total["macs_accel"] + total["macs_cpu"],
+            "host_ms": total["cpu_ms"],
+            "latency_ms": latency,
+        }
+    )
+    for row in rows[:-1]:
+        row["latency_ms"] = None
+    return rows
 
 
 # ---------------------------------------------------------------------- hw

@@ -24,7 +24,16 @@ from isa import AccelConfig, ConfigError, DramRegion, Program, TimingConfig, did
 from runtime.cli_common import CliError, check_output_dir, check_output_file
 from simulator import CycleSimulator, CycleStats, write_chrome_trace
 
-__all__ = ["configure_sim", "report_row", "run_sim", "timing_from"]
+__all__ = [
+    "add_timing_options",
+    "check_report_path",
+    "configure_sim",
+    "describe_timing",
+    "report_row",
+    "run_sim",
+    "timing_from",
+    "write_report",
+]
 
 _TIMING_FIELDS = {f.name: f for f in dataclasses.fields(TimingConfig)}
 
@@ -58,26 +67,7 @@ def configure_sim(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
     parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
-    parser.add_argument(
-        "--timing",
-        type=Path,
-        metavar="FILE.json",
-        help="a JSON object of isa.TimingConfig fields (the rest keep their defaults)",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"one TimingConfig field ({', '.join(_TIMING_FIELDS)}); repeatable",
-    )
-    parser.add_argument(
-        "--read-latency",
-        type=int,
-        metavar="CYCLES",
-        help="cycles from a read burst's request to its first beat (--set read_latency=N; "
-        f"default {TimingConfig().read_latency})",
-    )
+    add_timing_options(parser)
     parser.add_argument(
         "--stepped", action="store_true", help="the slow cycle-by-cycle scheduler (same counts)"
     )
@@ -90,11 +80,10 @@ def configure_sim(parser: argparse.ArgumentParser) -> None:
 
 def run_sim(args: argparse.Namespace) -> int:
     """``vtaforge sim``: check the outputs, load, fill, run, report."""
-    for option, path in (("--report", args.report), ("--trace", args.trace)):
-        if path is not None:
-            check_output_file(path, option)
-    if args.report is not None and args.report.suffix.lower() not in (".json", ".csv"):
-        raise CliError(f"--report {args.report}: the name must end in .json or .csv")
+    if args.report is not None:
+        check_report_path(args.report)
+    if args.trace is not None:
+        check_output_file(args.trace, "--trace")
     outputs = [_assignment(text, "--output") for text in args.output]
     for _, path in outputs:
         check_output_file(Path(path), "--output")
@@ -115,7 +104,7 @@ def run_sim(args: argparse.Namespace) -> int:
         np.save(path, dram[region.address : region.end])
         print(f"wrote {path} ({region.name}: {region.size} bytes)")
     if args.report:
-        _write_report(args.report, report_row(args.program.name, stats))
+        write_report(args.report, [report_row(args.program.name, stats)])
         print(f"wrote {args.report}")
     if args.trace:
         write_chrome_trace(stats, args.trace, name=args.program.name)
@@ -130,6 +119,57 @@ def run_sim(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- timing
+def add_timing_options(parser: argparse.ArgumentParser) -> None:
+    """``--timing FILE.json``, ``--set NAME=VALUE`` and ``--read-latency``: the memory timing
+    of the cycle-level simulator, as :func:`timing_from` reads them."""
+    parser.add_argument(
+        "--timing",
+        type=Path,
+        metavar="FILE.json",
+        help="a JSON object of isa.TimingConfig fields (the rest keep their defaults)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"one TimingConfig field ({', '.join(_TIMING_FIELDS)}); repeatable",
+    )
+    parser.add_argument(
+        "--read-latency",
+        type=int,
+        metavar="CYCLES",
+        help="cycles from a read burst's request to its first beat (--set read_latency=N; "
+        f"default {TimingConfig().read_latency})",
+    )
+
+
+def check_report_path(path: Path) -> None:
+    """``--report``'s file: writable, named ``.json`` or ``.csv``."""
+    check_output_file(path, "--report")
+    if path.suffix.lower() not in (".json", ".csv"):
+        raise CliError(f"--report {path}: the name must end in .json or .csv")
+
+
+def describe_timing(timing: TimingConfig) -> str:
+    """The memory timing in one line: every field, the defaults marked as the ideal memory."""
+    fields = ", ".join(f"{name}={getattr(timing, name)}" for name in _TIMING_FIELDS)
+    ideal = " (the defaults: the RTL with an ideal memory)" if timing == TimingConfig() else ""
+    return f"memory timing: {fields}{ideal}"
+
+
+def write_report(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` (dicts of one set of keys) as a JSON list or a CSV table, by ``path``'s
+    suffix."""
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(rows if len(rows) != 1 else rows[0], indent=2) + "\n")
+        return
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def timing_from(
     file: Path | None, read_latency: int | None, assignments: list[str]
 ) -> TimingConfig:
@@ -270,13 +310,3 @@ def report_row(name: str, stats: CycleStats) -> dict[str, Any]:
     row |= {f"{buffer}_bytes": n for buffer, n in stats.bytes_moved.items()}
     row |= {f"timing_{k}": v for k, v in dataclasses.asdict(stats.timing).items()}
     return row
-
-
-def _write_report(path: Path, row: dict[str, Any]) -> None:
-    if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(row, indent=2) + "\n")
-        return
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(row))
-        writer.writeheader()
-        writer.writerow(row)

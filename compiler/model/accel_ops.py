@@ -32,10 +32,12 @@ from compiler.te import Tensor, placeholder
 __all__ = [
     "ACCEL_TEMPLATES",
     "COMMON",
+    "MAX_DENSE_GROUPS",
     "AccelOp",
     "AccelTemplate",
     "Requirement",
     "accel_op",
+    "dense_weights",
     "packed_shape",
 ]
 
@@ -137,12 +139,34 @@ _EQUAL_PADS = _attr(
 )
 
 
+#: The most groups a grouped convolution may have to run on the GEMM core as the dense
+#: convolution of its block-diagonal weights (exact: the zeros add nothing), which multiplies
+#: its GEMM work by the group count; depthwise convolutions (a group per channel) stay on the
+#: CPU.
+MAX_DENSE_GROUPS = 4
+
+
+def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
+    """Grouped OIHW weights ``[O, C/groups, KH, KW]`` as the dense ``[O, C, KH, KW]`` weights
+    of the same convolution: each group's block on the diagonal, zeros elsewhere."""
+    o, per_group, kh, kw = w.shape
+    out_per_group = o // groups
+    dense = np.zeros((o, per_group * groups, kh, kw), w.dtype)
+    for g in range(groups):
+        rows = slice(g * out_per_group, (g + 1) * out_per_group)
+        dense[rows, g * per_group : (g + 1) * per_group] = w[rows]
+    return dense
+
+
 @_template(
     Op.QCONV,
     _attr(
-        "groups 1",
-        lambda a: a.groups == 1,
-        lambda a: f"groups={a.groups} (only dense convolutions run on the GEMM core)",
+        f"groups at most {MAX_DENSE_GROUPS} (run densely with block-diagonal weights)",
+        lambda a: a.groups <= MAX_DENSE_GROUPS,
+        lambda a: (
+            f"groups={a.groups} (only dense convolutions, or grouped ones of at most "
+            f"{MAX_DENSE_GROUPS} groups as dense ones, run on the GEMM core)"
+        ),
     ),
     _attr("dilation 1", lambda a: a.dilations == (1, 1), lambda a: f"dilations {a.dilations}"),
     _EQUAL_STRIDES,
@@ -150,7 +174,7 @@ _EQUAL_PADS = _attr(
 )
 def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
-    w = graph.params[node.inputs[1]]
+    w = dense_weights(graph.params[node.inputs[1]], a.groups)
     data = _activation(env, graph, node.inputs[0], "data")
     packed_w = pack_oihw(w, env)
     kernel = placeholder(packed_w.shape, env.wgt_dtype, "kernel")

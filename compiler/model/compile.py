@@ -27,7 +27,7 @@ from compiler.accel.env import Env
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
-from compiler.graph.ir import Graph
+from compiler.graph.ir import Graph, node_names
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
 from compiler.model.cpu_kernels import cpu_library
@@ -118,6 +118,8 @@ def compile_model(
     """
     cfg = AccelConfig.resolve(cfg)
     env = Env(cfg)
+    keep_float = node_names(keep_float, "keep_float")  # checked before the slow stages
+    cpu_only = node_names(cpu_only, "cpu_only")
     samples = [s if not isinstance(s, np.ndarray) else [s] for s in calibration]
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from compiler.accel.env import Env
 from compiler.errors import CompileError
-from compiler.graph.ir import Graph, Node, Op
+from compiler.graph.ir import Graph, Node, Op, node_names
 from compiler.model.accel_ops import (
     ACCEL_TEMPLATES,
     COMMON,
@@ -25,6 +25,7 @@ from compiler.model.accel_ops import (
     accel_op,
 )
 from isa import AccelConfig
+from isa.errors import did_you_mean
 
 __all__ = ["ACCEL", "CPU", "RULES", "VIEW", "Partition", "Placement", "partition"]
 
@@ -90,9 +91,18 @@ class Partition:
 
 
 def partition(graph: Graph, cfg: AccelConfig, *, cpu_only: Iterable[str] = ()) -> Partition:
-    """Place every node of the quantized ``graph`` (``cpu_only`` names nodes kept on the CPU)."""
+    """Place every node of the quantized ``graph`` (``cpu_only`` names nodes kept on the CPU;
+    a name that is no node of the graph is a CompileError)."""
     env = Env(cfg)
-    forced = set(cpu_only)
+    forced = set(node_names(cpu_only, "cpu_only"))
+    known = {node.name for node in graph.nodes}
+    unknown = sorted(forced - known)
+    if unknown:
+        raise CompileError(
+            f"cpu_only names no node {unknown[0]!r} of the quantized graph"
+            f"{did_you_mean(unknown[0], known)} (an activation fused into its producer is "
+            "placed with it: name the producer)"
+        )
     placed: dict[str, str] = {}
     placements = []
     for node in graph.nodes:

@@ -47,7 +47,10 @@ from compiler.graph.ir import (
     QConvAttrs,
     QDenseAttrs,
     QuantAttrs,
+    ReshapeAttrs,
+    node_names,
 )
+from isa.errors import did_you_mean
 
 __all__ = [
     "PASS_THROUGH",
@@ -168,16 +171,20 @@ def quantize(
     """The int8 graph of the float ``graph`` (see the module docstring). ``keep_float`` names
     nodes that stay in float; ``mul_bits`` bounds the average pooling's multiplier;
     ``method`` chooses activation scales (:meth:`Calibration.exponent`)."""
-    return _Quantizer(graph, calibration, frozenset(keep_float), mul_bits, method).run()
+    keep = frozenset(node_names(keep_float, "keep_float"))
+    return _Quantizer(graph, calibration, keep, mul_bits, method).run()
 
 
 class _Quantizer:
     def __init__(
         self, graph: Graph, cal: Calibration, keep: frozenset[str], mul_bits: int, method: str
     ):
-        unknown = keep - {n.name for n in graph.nodes}
+        known = {n.name for n in graph.nodes}
+        unknown = sorted(keep - known)
         if unknown:
-            raise GraphError(f"keep_float names no node {sorted(unknown)[0]!r}")
+            raise GraphError(
+                f"keep_float names no node {unknown[0]!r}{did_you_mean(unknown[0], known)}"
+            )
         self.graph = graph
         self.cal = cal
         self.keep = keep
@@ -187,6 +194,7 @@ class _Quantizer:
         self.floats: dict[str, str] = {}  # original value -> its float value in the new graph
         self.ints: dict[str, tuple[str, int]] = {}  # original value -> (int8 value, exponent)
         self.fused: set[str] = set()  # activation nodes absorbed by their producer
+        self.flat: dict[str, str] = {}  # original value -> its int8 rows, flattened to 2-D
 
     def run(self) -> Graph:
         g = self.graph
@@ -296,11 +304,15 @@ class _Quantizer:
         e_acc: int,
         bias: np.ndarray | None,
         make_attrs: Callable[[int, int, int], object],
+        *,
+        channels: int | None = None,
+        shape: tuple[int, ...] | None = None,
     ) -> None:
         """Add ``op`` over ``inputs`` (int8 data, int8 weights) with the bias at the
         accumulator's scale (exponent ``e_acc``) carrying the shift's rounding constant, the
         shift to the output's exponent, and the fused activation's clip
-        (``make_attrs(shift, lo, hi)``)."""
+        (``make_attrs(shift, lo, hi)``). ``channels`` counts the bias (default: the output's
+        axis 1); with ``shape``, the result is reshaped to it (int8) and that is the value."""
         act, lo, hi_float = self._activation(node)
         value, e_y = self._finish(node, act)
         e_y = min(e_y, e_acc)  # the shift right cannot be negative
@@ -309,11 +321,19 @@ class _Quantizer:
         shift = e_acc - e_y
         half = 1 << (shift - 1) if shift else 0
         if bias is not None or half:
-            channels = self.graph.types[node.outputs[0]].shape[1]
+            channels = channels or self.graph.types[node.outputs[0]].shape[1]
             exact = np.zeros(channels) if bias is None else bias.astype(np.float64) * 2.0**e_acc
             q_bias = np.clip(np.round(exact) + half, -(2**31), 2**31 - 1).astype(np.int32)
             inputs = [*inputs, self.b.param(self.b.fresh(f"{node.name}_bias_int32"), q_bias)]
-        self.b.add(op, inputs, make_attrs(shift, lo, hi), name=node.name, outputs=[out])
+        attrs = make_attrs(shift, lo, hi)
+        if shape is None:
+            self.b.add(op, inputs, attrs, name=node.name, outputs=[out])
+        else:
+            rows = self.b.fresh(f"{out}_rows")  # (not the node's name: an output may take it)
+            flat = self.b.add(op, inputs, attrs, name=node.name, outputs=[rows])[0]
+            reshape = self.b.fresh(f"{node.name}_unflatten")
+            self.b.add(Op.RESHAPE, [flat], ReshapeAttrs(shape), name=reshape, outputs=[out])
+            self.flat[value] = flat
         self.ints[value] = (out, e_y)
 
     def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
@@ -368,6 +388,58 @@ class _Quantizer:
             lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
         )
         return True
+
+    @_rule(Op.MATMUL, produces=Op.QDENSE)
+    def _matmul(self, node: Node) -> bool:
+        """``x @ W`` with constant 2-D weights (a Linear layer of any rank, as frontends write
+        one without a fused bias) as a dense layer over the rows of ``x`` flattened to 2-D; an
+        Add of a constant ``[M]`` bias that alone reads the product is folded into it."""
+        weights = self._weights(node, 1)
+        x_type = self.graph.types[node.inputs[0]]
+        if weights is None or weights[0].ndim != 2 or len(x_type.shape) < 2:
+            return False
+        w = np.ascontiguousarray(weights[0].T)  # [M, K]
+        out_shape = self.graph.types[node.outputs[0]].shape
+        fused, bias = node, None
+        users = self.graph.consumers(node.outputs[0])
+        if len(users) == 1 and node.outputs[0] not in self.graph.outputs:
+            bias = self._bias_of(users[0], node.outputs[0], w.shape[0])
+            if bias is not None:
+                fused = Node(node.name, node.op, node.inputs, users[0].outputs, node.attrs)
+                self.fused.add(users[0].name)
+        q_x, e_x = self._int_value(node.inputs[0])
+        rows = int(np.prod(x_type.shape[:-1], dtype=np.int64))
+        if node.inputs[0] in self.flat:  # a dense layer's rows, before their unflatten
+            q_x = self.flat[node.inputs[0]]
+        elif len(x_type.shape) > 2:
+            flat = self.b.fresh(f"{node.name}_flatten")
+            q_x = self.b.add1(Op.RESHAPE, [q_x], ReshapeAttrs((rows, x_type.shape[-1])), name=flat)
+        e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
+        q_w = self._int_weights(node.inputs[1], w, e_w)
+        self._requantised(
+            fused,
+            Op.QDENSE,
+            [q_x, q_w],
+            e_x + e_w,
+            bias,
+            lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
+            channels=w.shape[0],
+            shape=out_shape if len(out_shape) != 2 else None,
+        )
+        return True
+
+    def _bias_of(self, add: Node, product: str, channels: int) -> np.ndarray | None:
+        """The constant operand of ``add`` (the other operand being ``product``) as a bias of
+        ``channels`` values, or None where ``add`` is no such addition."""
+        if add.op is not Op.ADD or add.name in self.keep:
+            return None
+        other = add.inputs[1] if add.inputs[0] == product else add.inputs[0]
+        array = self.g_params.get(other)
+        if array is None or array.size != channels or array.shape[-1:] != (channels,):
+            return None
+        if self.graph.types[add.outputs[0]] != self.graph.types[product]:
+            return None
+        return array.reshape(channels)
 
     @_rule(Op.ADD, produces=Op.QADD)
     def _add(self, node: Node) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.graph import AxisAttrs, ConvAttrs, GemmAttrs, Graph, GraphBuilder, Op, PoolAttrs
+from runtime.opset import LayerNormAttrs
 
 
 def residual_cnn(
@@ -53,3 +54,23 @@ def samples(graph: Graph, count: int, seed: int = 1) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     shape = graph.types[graph.inputs[0]].shape
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+
+
+def token_mlp(seed: int = 0, *, tokens: int = 8, width: int = 16, hidden: int = 32) -> Graph:
+    """A transformer's MLP on ``[1, tokens, width]`` as frontends write Linear layers of 3-D
+    inputs (MatMul by the transposed weight, then Add of the bias): Linear, ReLU, Linear,
+    then LayerNorm (which stays on the CPU)."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(f"token_mlp_{seed}")
+    x = b.input("x", (1, tokens, width))
+
+    def linear(value: str, k: int, m: int, name: str) -> str:
+        w = b.param(f"{name}.w", (rng.standard_normal((k, m)) / k**0.5).astype(np.float32))
+        bias = b.param(f"{name}.b", (rng.standard_normal(m) * 0.1).astype(np.float32))
+        product = b.add1(Op.MATMUL, [value, w], name=f"{name}.matmul")
+        return b.add1(Op.ADD, [bias, product], name=name)
+
+    h = b.add1(Op.RELU, [linear(x, width, hidden, "fc1")], name="relu")
+    y = linear(h, hidden, width, "fc2")
+    scale = b.param("ln.scale", np.ones(width, np.float32))
+    return b.build([b.add1(Op.LAYER_NORM, [y, scale], LayerNormAttrs(2), name="ln")])

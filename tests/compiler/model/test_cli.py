@@ -82,3 +82,69 @@ def test_command_line_errors_are_one_line(digits, capsys, tmp_path):
     assert "input 'x' expects float32[1, 1, 8, 8]" in err and len(err.strip().splitlines()) == 1
     assert main(["run", str(tmp_path / "bad.onnx"), "--input", str(tmp_path / "wrong.npy")]) == 1
     assert "not a compiled vtaforge model" in capsys.readouterr().err
+
+
+def test_compile_takes_shapes_node_options_and_calibration_as_users_save_them(
+    digits, capsys, tmp_path
+):
+    """A batch dimension left dynamic asks for ``--input-shape`` by name; ``--cpu-only`` names
+    nodes (an unknown one is an error); calibration saved as one (N, C, H, W) array of N
+    samples for an input of batch 1 is N samples."""
+    import onnx
+
+    model = onnx.load(digits / "digits.onnx")
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    dynamic = tmp_path / "dynamic.onnx"
+    onnx.save(model, dynamic)
+    out = str(tmp_path / "m.vtaf")
+    assert main(["compile", str(dynamic), "-o", out]) == 1
+    err = capsys.readouterr().err
+    assert "tensor 'x'" in err and "give its shape with --input-shape x=D,D,..." in err
+    with pytest.raises(SystemExit):
+        main(["compile", str(dynamic), "--input-shape", "x=1,a", "-o", out])
+    assert "is not NAME=D,D,..." in capsys.readouterr().err
+    calibration = np.load(digits / "calib.npz")["x"][:, 0]  # (16, 1, 8, 8)
+    np.save(tmp_path / "calib.npy", calibration)
+    shape = ["--input-shape", "x=1,1,8,8", "--calibrate", str(tmp_path / "calib.npy")]
+    assert main(["compile", str(dynamic), *shape, "--cpu-only", "nope", "-o", out]) == 1
+    assert "cpu_only names no node 'nope'" in capsys.readouterr().err
+    assert main(["compile", str(dynamic), *shape, "-o", out, "--report"]) == 0
+    report = capsys.readouterr().out
+    assert "from 16 calibration samples" in report
+    first = next(line.split()[0] for line in report.splitlines() if " accel " in line)
+    assert main(["compile", str(dynamic), *shape, "--cpu-only", first, "-o", out, "--report"]) == 0
+    line = next(
+        line for line in capsys.readouterr().out.splitlines() if line.strip().startswith(first)
+    )
+    assert " cpu " in line and "kept on the CPU by request" in line
+
+
+def test_run_names_its_memory_timing_takes_another_and_writes_the_report(digits, capsys, tmp_path):
+    import csv
+
+    vtaf = tmp_path / "m.vtaf"
+    assert main(["compile", str(digits / "digits.onnx"), "-o", str(vtaf)]) == 0
+    capsys.readouterr()
+    x = str(digits / "x.npy")
+    cycles = {}
+    for latency in (None, 64):
+        report = tmp_path / f"r{latency}.csv"
+        argv = ["run", str(vtaf), "--input", x, "--report", str(report)]
+        if latency is not None:
+            argv += ["--set", f"read_latency={latency}"]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "memory timing: read_latency=" in out
+        assert ("ideal memory" in out) is (latency is None)
+        with report.open() as handle:
+            rows = list(csv.DictReader(handle))
+        total = rows[-1]
+        assert total["step"] == "(total)" and float(total["latency_ms"]) > 0
+        steps = [int(r["cycles"]) for r in rows[:-1] if r["device"] == "accel"]
+        assert int(total["cycles"]) == sum(steps)
+        cycles[latency] = int(total["cycles"])
+    assert cycles[64] > cycles[None]
+    assert (
+        main(["run", str(vtaf), "--input", x, "--device", "fsim", "--set", "read_latency=4"]) == 1
+    )
+    assert "set the sim device's memory timing; fsim has none" in capsys.readouterr().err

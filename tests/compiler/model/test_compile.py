@@ -4,6 +4,7 @@ without the compiler; the memory plan never lets two live tensors share a byte."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -12,12 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.errors import GraphError
+from compiler.errors import CompileError, GraphError
+from compiler.frontend import import_model
+from compiler.graph import ConvAttrs, GraphBuilder, Op
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
+from compiler.model.accel_ops import dense_weights
 from isa import AccelConfig
 from runtime.model import ModelFormatError, ModelInputError, load_model
-from tests.compiler.model.graphs import residual_cnn, samples
+from runtime.opset import OPERATORS
+from tests.compiler.model.graphs import residual_cnn, samples, token_mlp
 from tests.conformance.runners import rtl_device
 
 DEFAULT = AccelConfig.resolve("default")
@@ -135,6 +140,29 @@ def test_bad_inputs_and_files_are_typed_errors(compiled, tmp_path):
         compile_model(compiled.float_graph, DEFAULT, calibration=[x], keep_float=["nope"])
 
 
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"cpu_only": True}, "cpu_only needs a list of node names, got bool True"),
+        ({"cpu_only": "conv1"}, "got the string 'conv1'"),
+        ({"keep_float": True}, "keep_float needs a list of node names"),
+        ({"keep_float": [1]}, "keep_float needs node names (strings), got 1"),
+        ({"cpu_only": ["conv"]}, "cpu_only names no node 'conv'"),
+        ({"cpu_only": ["relu1"]}, "fused into its producer"),
+        ({"keep_float": ["conv_1"]}, "keep_float names no node 'conv_1' (did you mean 'conv1'?)"),
+    ],
+)
+def test_options_naming_nodes_are_checked(options, words):
+    graph = residual_cnn(0, channels=4, size=8)
+    with pytest.raises(CompileError, match=re.escape(words)):
+        compile_model(graph, TINY, calibration=samples(graph, 1), **options)
+
+
+def test_one_array_given_as_example_inputs_is_a_typed_error():
+    with pytest.raises(GraphError, match="one per model input"):
+        import_model(residual_cnn(0), np.zeros((1, 3, 16, 16), np.float32))
+
+
 def test_nodes_kept_off_the_accelerator_still_match_the_reference():
     graph = residual_cnn(1, channels=8)
     model = compile_model(
@@ -191,6 +219,38 @@ def test_a_node_whose_template_does_not_fit_the_buffers_runs_on_the_cpu_with_the
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
+def test_a_linear_layer_of_tokens_may_write_the_graph_output():
+    """A bias-free Linear of 3-D tokens (a MatMul whose node and output share a name, as
+    frontends name them) writing the graph output, as a language model's head does."""
+    rng = np.random.default_rng(1)
+    b = GraphBuilder("head")
+    x = b.input("x", (1, 8, 16))
+    w = b.param("w", rng.standard_normal((16, 24)).astype(np.float32) / 4)
+    graph = b.build([b.add1(Op.MATMUL, [x, w], name="logits")])
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    x = samples(graph, 1, seed=4)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
+def test_linear_layers_of_token_sequences_run_on_the_gemm_core():
+    """MatMul by constant weights of a 3-D activation plus its bias Add (as frontends write a
+    Linear layer) is one QDense over the flattened rows, the ReLU fused into it, on the
+    accelerator; the model is bit-exact and stays close to the float graph."""
+    graph = token_mlp(0)
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 4))
+    devices = {p.node: (p.op, p.device) for p in model.partition.placements}
+    assert devices["fc1.matmul"] == ("QDense", "accel") == devices["fc2.matmul"]
+    assert "fc1" not in devices and "relu" not in devices  # folded, fused
+    ops = [step.op for step in model.image.steps]
+    first = ops.index("QDense")
+    assert ops[first + 1] == "QDense"  # the rows stay flat and packed between the layers
+    x = samples(graph, 1, seed=2)[0]
+    got = _output(model.run(x, "fsim"), model)
+    np.testing.assert_array_equal(got, model.reference(x)[0])
+    expected = run_graph(graph, [x])[0]
+    assert np.abs(got - expected).max() < 0.1 * np.abs(expected).max()
+
+
 def test_a_small_model_on_the_rtl_equals_the_reference():
     graph = residual_cnn(3, channels=8, size=8, pool=False)
     model = compile_model(graph, TINY, calibration=samples(graph, 2))
@@ -218,3 +278,34 @@ def test_random_models_are_bit_exact_on_the_functional_simulator(
     x = samples(graph, 1, seed=seed + 1)[0]
     run = model.run(x, device="fsim")
     np.testing.assert_array_equal(_output(run, model), model.reference(x)[0])
+
+
+@settings(max_examples=20, deadline=None)
+@given(groups=st.integers(1, 4), per_group=st.integers(1, 5), out_per_group=st.integers(1, 3))
+def test_dense_weights_compute_the_grouped_convolution(groups, per_group, out_per_group):
+    rng = np.random.default_rng(groups * 100 + per_group * 10 + out_per_group)
+    x = rng.standard_normal((1, groups * per_group, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((groups * out_per_group, per_group, 3, 3)).astype(np.float32)
+    conv = OPERATORS["Conv"].kernel
+    geometry = dict(strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1))
+    grouped = conv(x, w, groups=groups, **geometry)
+    dense = conv(x, dense_weights(w, groups), groups=1, **geometry)
+    np.testing.assert_allclose(dense, grouped, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("groups", "device"), [(2, "accel"), (4, "accel"), (8, "cpu")])
+def test_grouped_convolutions_of_few_groups_run_densely_on_the_accelerator(groups, device):
+    rng = np.random.default_rng(groups)
+    b = GraphBuilder("grouped")
+    x = b.input("x", (1, 16, 8, 8))
+    w = b.param("w", (rng.standard_normal((32, 16 // groups, 3, 3)) * 0.2).astype(np.float32))
+    attrs = ConvAttrs(pads=(1, 1, 1, 1), groups=groups)
+    y = b.add1(Op.RELU, [b.add1(Op.CONV, [x, w], attrs, name="conv")], name="relu")
+    graph = b.build([y])
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    placement = model.partition.placement("conv")
+    assert placement.device == device
+    if device == "cpu":
+        assert f"groups={groups}" in placement.reason
+    x = samples(graph, 1, seed=3)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
