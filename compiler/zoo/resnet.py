@@ -15,6 +15,9 @@ class BasicBlock(nn.Module):
     """Two 3x3 conv + BN layers and a skip connection (a 1x1 conv + BN where the block
     strides or widens), as torchvision's."""
 
+    #: output channels per unit of width (torchvision's Bottleneck has 4)
+    expansion = 1
+
     def __init__(self, in_channels: int, channels: int, stride: int = 1) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, channels, 3, stride, 1, bias=False)
