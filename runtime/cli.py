@@ -340,7 +340,7 @@ def _run_run(args: argparse.Namespace) -> int:
         if not result.cycle_stats:
             raise CliError("--trace and --plots need a timed device (sim)")
         if args.trace:
-            write_model_trace(result.cycle_stats, args.trace, name=args.model.name)
+            write_model_trace(result.cycle_stats, args.trace, args.model.name, result.report)
             print(f"wrote {args.trace}")
         if args.plots:
             for path in write_model_plots(result.cycle_stats, args.plots):

@@ -84,7 +84,7 @@ def resnet18_demo(cfg: AccelConfig, out_dir: Path, size: int = 224) -> bool:
         f"{int(float_out.argmax())}, relative error {error:.3f}"
     )
     trace = out_dir / "resnet18_trace.json"
-    write_model_trace(run.cycle_stats, trace, name="resnet18")
+    write_model_trace(run.cycle_stats, trace, "resnet18", run.report)
     plots = write_model_plots(run.cycle_stats, out_dir / "resnet18_plots")
     print(f"wrote {trace} (open it in ui.perfetto.dev), {plots[0]} and {plots[1]}")
     return exact

@@ -127,27 +127,62 @@ class ModelReport:
         return "\n".join(lines)
 
 
+#: The trace's process of the host's CPU steps (the accelerator's is the simulator's, 1).
+_HOST_PID = 2
+
+
 def write_model_trace(
-    cycle_stats: Sequence[tuple[str, Any]], path: str | Path, name: str = "model"
+    cycle_stats: Sequence[tuple[str, Any]],
+    path: str | Path,
+    name: str = "model",
+    report: ModelReport | None = None,
 ) -> None:
-    """One Chrome trace of every accelerator step, back to back in accelerator time; each
-    step's slices are named after its node."""
+    """One Chrome trace of the run: every accelerator step's slices (named after its node),
+    back to back in accelerator time; with ``report``, the CPU steps too, in step order on a
+    host track (their host time), so the trace is the whole model's timeline."""
     from simulator import chrome_trace
 
+    timed = iter(cycle_stats)
+    steps = report.steps if report is not None else [None] * len(cycle_stats)
     events: list[dict[str, Any]] = []
-    offset_us = 0.0
-    for node, stats in cycle_stats:
+    if report is not None:
+        events.append(_host_meta("process_name", f"{name}: CPU steps (host time)"))
+        events.append(_host_meta("thread_name", "CPU"))
+    offset_us, named = 0.0, False
+    for step in steps:
+        if step is not None and step.device != "accel":
+            duration = 1e6 * step.wall_seconds
+            events.append(
+                {
+                    "name": f"{step.node} ({step.op})",
+                    "ph": "X",
+                    "pid": _HOST_PID,
+                    "tid": 1,
+                    "ts": offset_us,
+                    "dur": duration,
+                    "args": {"kernel": step.kernel or "numpy", "macs": step.macs},
+                }
+            )
+            offset_us += duration
+            continue
+        node, stats = next(timed)
         trace = chrome_trace(stats, name)
         for event in trace["traceEvents"]:
-            if event.get("ph") == "M":
-                if not events or offset_us == 0.0:
+            if event.get("ph") == "M":  # the process's and tracks' names, once
+                if not named:
                     events.append(event)
                 continue
             shifted = dict(event, ts=event["ts"] + offset_us)
             shifted["args"] = dict(event.get("args", {}), node=node)
             events.append(shifted)
+        named = True
         offset_us += stats.cycles / stats.config.clock_mhz
     Path(path).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+
+
+def _host_meta(kind: str, value: str) -> dict[str, Any]:
+    key = "name"
+    return {"name": kind, "ph": "M", "pid": _HOST_PID, "tid": 1, "args": {key: value}}
 
 
 def write_model_plots(cycle_stats: Sequence[tuple[str, Any]], directory: str | Path) -> list[Path]:

@@ -55,7 +55,13 @@ def test_compile_and_run_an_onnx_model(digits, capsys):
     out = capsys.readouterr().out
     assert status == 0
     assert "accelerator:" in out and "cycles" in out
-    assert json.loads(trace.read_text())["traceEvents"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X"]
+    host = [e for e in slices if e["pid"] == 2]
+    accel = [e for e in slices if e["pid"] == 1]
+    assert {e["name"].split(" (")[1] for e in host} >= {"QuantizeLinear)", "Pack)"}
+    assert accel and host[0]["ts"] == 0.0  # the input is quantized before any accelerator step
+    assert min(e["ts"] for e in accel) >= host[0]["ts"] + host[0]["dur"]
     assert (plots / "timeline.png").stat().st_size and (plots / "roofline.png").stat().st_size
     # the CLI's model is the one compile_model builds from the same file and samples
     graph = from_onnx(digits / "digits.onnx")
