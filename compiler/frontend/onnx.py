@@ -28,7 +28,11 @@ from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from compiler.errors import GraphError, UnknownInputShape, UnsupportedOperator
-from compiler.frontend import onnx_ops, onnx_shape_ops  # noqa: F401  (register the converters)
+from compiler.frontend import (  # noqa: F401  (register the converters)
+    onnx_ops,
+    onnx_sampling_ops,
+    onnx_shape_ops,
+)
 from compiler.frontend.converters import check_emits
 from compiler.frontend.onnx_node import OnnxNode, converter_for
 from compiler.graph.ir import DTYPES, Graph, GraphBuilder, Op, TensorType

@@ -49,7 +49,11 @@ from torch import fx
 from torch.export.graph_signature import InputKind, OutputKind
 
 from compiler.errors import GraphError, UnsupportedOperator
-from compiler.frontend import torch_ops, torch_shape_ops  # noqa: F401  (register converters)
+from compiler.frontend import (  # noqa: F401  (register the converters)
+    torch_ops,
+    torch_sampling_ops,
+    torch_shape_ops,
+)
 from compiler.frontend.converters import check_emits
 from compiler.frontend.torch_node import (
     CHECKS,

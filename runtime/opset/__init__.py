@@ -21,6 +21,7 @@ from runtime.opset import (  # noqa: F401
     pooling,
     quantization,
     reduction,
+    sampling,
 )
 from runtime.opset.arithmetic import CastAttrs, ModAttrs, QAddAttrs
 from runtime.opset.base import (
