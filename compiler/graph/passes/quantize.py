@@ -10,7 +10,9 @@ ALU runs:
   plus ``2**(shift-1)`` so that the shift rounds to nearest), ``>> shift`` with
   ``shift = e_x + e_w - e_y``, and a clip to ``[0 or -128, 127 or hi]``: conv + bias + relu +
   requantisation fused into one node;
-- ``Gemm`` with constant weights (``Linear``) likewise becomes a ``QDense``;
+- ``Gemm`` with constant weights (``Linear``) likewise becomes a ``QDense``, and so does a
+  ``MatMul`` by constant 2-D weights of an input of any rank (a Linear layer of token
+  sequences, with the Add of its bias folded in), over the input's rows flattened to 2-D;
 - ``Add [-> Relu]`` of two activations of one shape becomes a ``QAdd``: both operands shifted
   left to the finer of their scales, added, shifted right (rounding) to the output's scale,
   clipped;
@@ -18,11 +20,12 @@ ALU runs:
   with ``m / 2**s`` the nearest to ``1 / (H*W)`` with an ``mul_bits``-bit multiplier) keep
   their input's scale; ``Flatten``, ``Reshape`` and ``Identity`` pass int8 values through.
 
-Anything else, and any node named in ``keep_float``, stays in float: ``DequantizeLinear`` and
-``QuantizeLinear`` nodes (scale ``2**-e``, zero point 0) are inserted where values cross
-between the two worlds, and graph outputs are float again. Accumulation, shifts and clips are
-exactly the accelerator's, so :func:`compiler.reference` of the result is the bit-exact oracle
-of an accelerator run.
+Each float operator's rule is registered with :func:`_rule` (:data:`QUANTIZE_RULES`, which the
+support matrix reads). Anything else, and any node named in ``keep_float``, stays in float:
+``DequantizeLinear`` and ``QuantizeLinear`` nodes (scale ``2**-e``, zero point 0) are inserted
+where values cross between the two worlds, and graph outputs are float again. Accumulation,
+shifts and clips are exactly the accelerator's, so :func:`compiler.reference` of the result is
+the bit-exact oracle of an accelerator run.
 """
 
 from __future__ import annotations
