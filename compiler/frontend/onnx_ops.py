@@ -38,6 +38,7 @@ from compiler.graph.ir import (
     TransposeAttrs,
 )
 from runtime.opset import CastAttrs, LayerNormAttrs, ModAttrs
+from runtime.opset.reduction import ReduceAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -226,16 +227,43 @@ def _batch_norm(n: OnnxNode) -> None:
 
 @converts(
     "LayerNormalization",
-    emits=[Op.LAYER_NORM],
+    emits=[Op.LAYER_NORM, Op.REDUCE_MEAN, Op.SUB, Op.MUL, Op.ADD, Op.SQRT, Op.RECIPROCAL],
     attrs=["axis", "epsilon", "stash_type"],
     since=17,
 )
 def _layer_norm(n: OnnxNode) -> None:
+    """The normalised output; where the model reads them, also the optional outputs Mean and
+    InvStdDev (over the normalised axes, kept as axes of size 1), computed by their own
+    nodes."""
     if n.attrs.get("stash_type", 1) != TensorProto.FLOAT:
         raise n.unsupported("computes in float32 only (stash_type 1)")
     axis = n.axis(n.attrs.get("axis", -1), n.rank())
     epsilon = float(np.float32(n.attrs.get("epsilon", 1e-5)))
     n.emit(Op.LAYER_NORM, [v for v in n.inputs if v], LayerNormAttrs(axis, epsilon))
+    mean_out, inv_std_out = [*n.proto.output[1:3], "", ""][:2]
+    if not mean_out and not inv_std_out:
+        return
+    b, x, name = n.builder, n.inputs[0], n.name
+    reduce = ReduceAttrs(tuple(range(axis, n.rank())), True)
+    mean = b.add(
+        Op.REDUCE_MEAN,
+        [x],
+        reduce,
+        name=b.fresh(f"{name}.mean"),
+        outputs=[mean_out or b.fresh(f"{name}.mean")],
+    )[0]
+    if not inv_std_out:
+        return
+    centred = b.add1(Op.SUB, [x, mean], name=b.fresh(f"{name}.centred"))
+    square = b.add1(Op.MUL, [centred, centred], name=b.fresh(f"{name}.square"))
+    var = b.add1(Op.REDUCE_MEAN, [square], reduce, name=b.fresh(f"{name}.var"))
+    eps = b.param(b.fresh(f"{name}.epsilon"), np.array(epsilon, np.float32))
+    root = b.add1(
+        Op.SQRT,
+        [b.add1(Op.ADD, [var, eps], name=b.fresh(f"{name}.var_eps"))],
+        name=b.fresh(f"{name}.std"),
+    )
+    b.add(Op.RECIPROCAL, [root], name=b.fresh(f"{name}.inv_std"), outputs=[inv_std_out])
 
 
 # ----------------------------------------------------------------------------- data movement

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 from compiler.errors import GraphError, UnsupportedOperator
 from compiler.frontend import from_onnx
 from compiler.graph.ir import Op
-from tests.compiler.frontend.test_onnx import EXACT, FEW, _check, _op, _rand
+from tests.compiler.frontend.test_onnx import EXACT, FEW, _check, _model, _op, _rand
 
 MATH = {"rtol": 1e-6, "atol": 1e-6}
 
@@ -158,3 +158,14 @@ def test_refusals_are_typed_and_name_the_node():
         from_onnx(_op("And", {"a": _rand(3), "b": _rand(3, seed=1)}))
     with pytest.raises(GraphError, match="mixes operand dtypes"):
         from_onnx(_op("Add", {"a": _rand(3), "b": x}))
+
+
+def test_layer_normalization_with_its_mean_and_inverse_deviation_outputs():
+    x = _rand(2, 3, 5) * 2 + 1
+    params = {"scale": _rand(3, 5, seed=3), "bias": _rand(3, 5, seed=4)}
+    node = helper.make_node(
+        "LayerNormalization", ["x", "scale", "bias"], ["y", "mean", "inv"], axis=1, epsilon=1e-3
+    )
+    model = _model([node], {"x": x}, params, outputs=("y", "mean", "inv"))
+    graph = _check(model, {"x": x}, {"rtol": 1e-5, "atol": 1e-5})
+    assert [graph.types[v].shape for v in graph.outputs] == [(2, 3, 5), (2, 1, 1), (2, 1, 1)]
