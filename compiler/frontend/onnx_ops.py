@@ -22,6 +22,7 @@ from compiler.frontend.composites import (
     hard_swish,
 )
 from compiler.frontend.onnx_node import Converter, OnnxNode, converts
+from compiler.frontend.onnx_pool1d import pool_1d
 from compiler.graph.ir import (
     DTYPES,
     AxisAttrs,
@@ -187,8 +188,13 @@ def _cast(n: OnnxNode) -> None:
 # ----------------------------------------------------------------------------- pooling
 def _pool(op: Op) -> Converter:
     def convert(n: OnnxNode) -> None:
+        if n.rank() == 3:
+            pool_1d(n, op)
+            return
         if n.rank() != 4:
-            raise n.unsupported(f"supports 2-D pooling (4-D inputs) only, got rank {n.rank()}")
+            raise n.unsupported(
+                f"supports 1-D and 2-D pooling (3-D and 4-D inputs) only, got rank {n.rank()}"
+            )
         kernel = n.ints("kernel_shape", None, 2)
         if n.ints("dilations", (1, 1), 2) != (1, 1):
             raise n.unsupported(f"dilations {n.attrs['dilations']} are not supported")
@@ -205,11 +211,13 @@ def _pool(op: Op) -> Converter:
     return convert
 
 
-converts("MaxPool", emits=[Op.MAX_POOL], attrs=[*_WINDOW, "ceil_mode", "storage_order"])(
-    _pool(Op.MAX_POOL)
-)
 converts(
-    "AveragePool", emits=[Op.AVERAGE_POOL], attrs=[*_WINDOW, "ceil_mode", "count_include_pad"]
+    "MaxPool", emits=[Op.MAX_POOL, Op.RESHAPE], attrs=[*_WINDOW, "ceil_mode", "storage_order"]
+)(_pool(Op.MAX_POOL))
+converts(
+    "AveragePool",
+    emits=[Op.AVERAGE_POOL, Op.RESHAPE],
+    attrs=[*_WINDOW, "ceil_mode", "count_include_pad"],
 )(_pool(Op.AVERAGE_POOL))
 
 

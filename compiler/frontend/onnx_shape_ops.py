@@ -1,11 +1,11 @@
 """The ONNX converters of the indexing, shape and reduction operators: Gather, Slice, Split,
 Squeeze, Unsqueeze, Expand, Tile, Shape, Size, Range, ConstantOfShape, ReduceMean, ReduceSum,
-ReduceMax and ArgMax.
+ReduceMax, ArgMax and TopK.
 
 Operand lists that are attributes in older opsets and constant inputs in newer ones are read
 by one converter per spelling (Slice's bounds from opset 10, Squeeze's and Unsqueeze's axes,
 Split's sizes and ReduceSum's axes from 13, ReduceMean's and ReduceMax's axes and Split's
-``num_outputs`` from 18). Every value here has a static shape, so:
+``num_outputs`` from 18, TopK's ``k`` from 10). Every value here has a static shape, so:
 
 - Split is one Slice per output, Squeeze and Unsqueeze a Reshape to the static shape;
 - Shape, Size, Range and ConstantOfShape (of constant inputs) are parameters, not nodes (and
@@ -13,7 +13,10 @@ Split's sizes and ReduceSum's axes from 13, ReduceMean's and ReduceMax's axes an
 - ReduceMean over H and W of an NCHW value is GlobalAveragePool (and Flatten without
   ``keepdims``), the operator the accelerator runs; over any other axes it is ReduceMean.
 
-TopK is not read (its two outputs have no operator). Bounds, axes or sizes that do not fit
+- TopK is one TOP_K node per output (values, indices), each computing its own (the graph keeps
+  only those that something reads); ``k`` must be a constant.
+
+Bounds, axes or sizes that do not fit
 the input are a :class:`~compiler.errors.GraphError` naming the node; a non-constant operand
 that must be constant is an :class:`~compiler.errors.UnsupportedOperator`.
 """
@@ -28,7 +31,7 @@ from onnx import numpy_helper
 from compiler.frontend.onnx_node import Converter, OnnxNode, converts
 from compiler.graph.ir import DTYPES, AxisAttrs, Op, ReshapeAttrs
 from runtime.opset.indexing import ExpandAttrs, GatherAttrs, SliceAttrs, TileAttrs
-from runtime.opset.reduction import ArgMaxAttrs, ReduceAttrs
+from runtime.opset.reduction import ArgMaxAttrs, ReduceAttrs, TopKAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -344,3 +347,44 @@ def _arg_max(n: OnnxNode) -> None:
         bool(n.attrs.get("select_last_index", 0)),
     )
     n.emit(Op.ARG_MAX, n.inputs, attrs)
+
+
+# ----------------------------------------------------------------------------- TopK
+def _top_k(n: OnnxNode, k: int) -> None:
+    """One TOP_K node per output that the node names: the values (its first output) and the
+    int64 indices (its second); the graph keeps those that something reads."""
+    shape = n.shape()
+    axis = n.axis(int(n.attrs.get("axis", -1)), len(shape))
+    if not 0 <= k <= shape[axis]:
+        raise n.error(f"k {k} is not in [0, {shape[axis]}] (axis {axis} of shape {list(shape)})")
+    largest, ordered = bool(n.attrs.get("largest", 1)), bool(n.attrs.get("sorted", 1))
+    outputs = list(n.proto.output)
+    if outputs[0]:
+        n.emit(Op.TOP_K, n.inputs[:1], TopKAttrs(axis, k, largest, ordered, "values"))
+    if len(outputs) > 1 and outputs[1]:
+        attrs = TopKAttrs(axis, k, largest, ordered, "indices")
+        name = n.builder.fresh(f"{n.name}_indices")
+        n.builder.add(Op.TOP_K, n.inputs[:1], attrs, name=name, outputs=[outputs[1]])
+
+
+@converts("TopK", emits=[Op.TOP_K], attrs=["axis", "k"])
+def _top_k_v1(n: OnnxNode) -> None:
+    _top_k(n, int(n.attr("k")))
+
+
+@converts("TopK", emits=[Op.TOP_K], attrs=["axis"], since=10)
+def _top_k_v10(n: OnnxNode) -> None:
+    _top_k(n, _top_k_count(n))
+
+
+@converts("TopK", emits=[Op.TOP_K], attrs=["axis", "largest", "sorted"], since=11)
+def _top_k_v11(n: OnnxNode) -> None:
+    _top_k(n, _top_k_count(n))
+
+
+def _top_k_count(n: OnnxNode) -> int:
+    """``k``, the constant one-element input 1."""
+    k = _ints(n, 1, "k")
+    if len(k) != 1:
+        raise n.error(f"needs one k, got {len(k)}")
+    return k[0]

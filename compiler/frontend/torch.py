@@ -51,6 +51,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from compiler.errors import GraphError, UnsupportedOperator
 from compiler.frontend import (  # noqa: F401  (register the converters)
     torch_ops,
+    torch_pool1d,
     torch_sampling_ops,
     torch_shape_ops,
 )

@@ -11,7 +11,9 @@ writes them (before decompositions):
 - ``mean``, ``sum``, ``amax`` -> REDUCE_MEAN/REDUCE_SUM/REDUCE_MAX (the mean over H and W of an
   NCHW value -> GLOBAL_AVERAGE_POOL, and FLATTEN without ``keepdim``, as the ONNX frontend
   reads ``torch.onnx``'s export of it); ``argmax`` -> ARG_MAX (of the input flattened by a RESHAPE,
-  and a RESHAPE to torch's shape under ``keepdim``, where no ``dim`` is given).
+  and a RESHAPE to torch's shape under ``keepdim``, where no ``dim`` is given);
+- ``topk`` -> two TOP_K nodes, the values and the indices (it returns both; the importer hands
+  each ``getitem`` its part, and the graph keeps those that something reads).
 
 A ``dtype`` argument, a slice step that is not positive and a sum that torch would widen to
 int64 (of int8, int32 or bool values) are :class:`~compiler.errors.UnsupportedOperator`\\ s.
@@ -36,7 +38,7 @@ from compiler.frontend.torch_node import (
 )
 from compiler.graph.ir import AxisAttrs, Op, ReshapeAttrs
 from runtime.opset.indexing import ExpandAttrs, GatherAttrs, SliceAttrs, TileAttrs
-from runtime.opset.reduction import ArgMaxAttrs, ReduceAttrs
+from runtime.opset.reduction import ArgMaxAttrs, ReduceAttrs, TopKAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -209,3 +211,28 @@ def _argmax(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
         return imp.add(node, Op.ARG_MAX, [flat], ArgMaxAttrs(0, False))
     index = imp.builder.add1(Op.ARG_MAX, [flat], ArgMaxAttrs(0, False), name=f"{node.name}.arg")
     return imp.add(node, Op.RESHAPE, [index], ReshapeAttrs(meta_type(node)[0]))
+
+
+@converts("topk.default", emits=[Op.TOP_K])
+def _topk(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> tuple[str, ...]:
+    """(values, indices): one TOP_K node each. torch leaves the order of equal elements open;
+    ours puts the lower index first."""
+    x, shape = imp.value(args["self"]), _shape(imp, args["self"])
+    if not shape:
+        raise unsupported(node, "the top k of a 0-d tensor is not supported")
+    axis = norm_axis(int(args["dim"]), len(shape))
+    k = args["k"]
+    if not isinstance(k, int):
+        raise unsupported(node, f"k {k!r} is not a constant integer")
+    if not 0 <= k <= shape[axis]:
+        raise unsupported(node, f"k {k} is not in [0, {shape[axis]}] (dim {axis})")
+    largest, ordered = bool(args["largest"]), bool(args["sorted"])
+    return tuple(
+        imp.builder.add1(
+            Op.TOP_K,
+            [x],
+            TopKAttrs(axis, k, largest, ordered, output),
+            name=imp.builder.fresh(f"{node.name}.{output}"),
+        )
+        for output in ("values", "indices")
+    )

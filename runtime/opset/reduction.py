@@ -1,11 +1,12 @@
 """Reductions over axes: ReduceMean, ReduceSum and ReduceMax over any set of axes, and ArgMax
-along one.
+and TopK along one.
 
 Records hold the axes resolved by the frontends (non-negative, ONNX's "no axes" already read
 as "every axis" or as no node at all under ``noop_with_empty_axes``). Reductions that have no
 value over an empty set (mean, max, argmax) refuse a reduced axis of size 0 in their type
-rule, so their kernels never meet one. ONNX's TopK has no operator here (its two outputs do
-not fit the one-output kernels).
+rule, so their kernels never meet one. ONNX's TopK has two outputs, which do not fit the one-output
+kernels: its operator computes one of them (its record's ``output``), and the frontends add one
+node per output that the model reads.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "ReduceMax",
     "ReduceMean",
     "ReduceSum",
+    "TopK",
+    "TopKAttrs",
 ]
 
 
@@ -144,3 +147,62 @@ class ArgMax(Operator):
         else:
             index = np.argmax(x, axis=axis, keepdims=bool(keepdims))
         return np.asarray(index, np.int64)
+
+
+@dataclass(frozen=True)
+class TopKAttrs:
+    """The axis (non-negative), how many elements (``k``, at most the axis' size), the largest
+    or the smallest ones, whether sorted (ours always are), and which of ONNX's two outputs the
+    node computes: ``"values"`` or ``"indices"``."""
+
+    axis: int
+    k: int
+    largest: bool = True
+    sorted: bool = True
+    output: str = "values"
+
+
+#: TopK's outputs, in ONNX's order.
+TOPK_OUTPUTS = ("values", "indices")
+
+
+class TopK(Operator):
+    """ONNX TopK, one output of it: the ``k`` largest (or smallest) elements along ``axis`` of
+    a float32, int8, int32 or int64 operand, greatest (or least) first, as ``output`` says their
+    values (the operand's dtype) or their int64 indices along ``axis``. Equal elements come in
+    the order of their indices, the lower first (as ONNX defines it), in both directions; the
+    result is sorted even where ``sorted`` is false (ONNX leaves that order open). A NaN counts
+    as greater than any number."""
+
+    name = "TopK"
+    member = "TOP_K"
+    Attrs = TopKAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        dtype = same_dtype(inputs, "float32", "int8", "int32", "int64")
+        shape = inputs[0].shape
+        need(attrs.output in TOPK_OUTPUTS, f"output {attrs.output!r} is not values or indices")
+        need(
+            0 <= attrs.axis < len(shape), f"axis {attrs.axis} is out of range for rank {len(shape)}"
+        )
+        size = shape[attrs.axis]
+        need(0 <= attrs.k <= size, f"k {attrs.k} is not in [0, {size}] (axis {attrs.axis})")
+        out = tuple(attrs.k if i == attrs.axis else d for i, d in enumerate(shape))
+        return [TensorType(out, dtype if attrs.output == "values" else "int64")]
+
+    @staticmethod
+    def kernel(x, *, axis, k, largest, sorted, output):
+        del sorted  # always sorted: one order that every consumer accepts
+        if largest:
+            # a stable ascending sort of the reversed axis, read backwards: descending, and
+            # equal elements by ascending index (no negation: it would overflow integers)
+            size = x.shape[axis]
+            order = np.argsort(np.flip(x, axis=axis), axis=axis, kind="stable")
+            index = np.flip(size - 1 - order, axis=axis)
+        else:
+            index = np.argsort(x, axis=axis, kind="stable")
+        index = np.take(index, np.arange(k), axis=axis).astype(np.int64)
+        if output == "indices":
+            return index
+        return np.take_along_axis(x, index, axis=axis)
