@@ -267,7 +267,22 @@ class SqueezeExcitation(nn.Module):
         return scale * x
 
 
-class InvertedResidualV3(nn.Module):
+class _Residual(nn.Module):
+    """A block whose ``self.block`` output gets the input added where ``use_res_connect``
+    (stride 1, as many channels out as in), as torchvision's MobileNetV3 and EfficientNet
+    blocks do in place."""
+
+    block: nn.Module
+    use_res_connect: bool
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        result = self.block(x)
+        if self.use_res_connect:
+            result += x
+        return result
+
+
+class InvertedResidualV3(_Residual):
     """torchvision's MobileNetV3 block: [1x1 expand + BN + act], kxk depthwise + BN + act,
     [SE with hardsigmoid], 1x1 projection + BN, the input added back when it can be."""
 
@@ -293,12 +308,6 @@ class InvertedResidualV3(nn.Module):
             layers.append(SqueezeExcitation(expanded, squeeze, scale_activation=nn.Hardsigmoid))
         layers.append(_conv_bn_act(expanded, cout, 1, act=None))
         self.block = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        result = self.block(x)
-        if self.use_res_connect:
-            result += x
-        return result
 
 
 class MobileNetV3Small(nn.Module):
@@ -493,7 +502,7 @@ def squeezenet1_1() -> tuple[nn.Module, Example]:
 # ---------------------------------------------------------------------------- EfficientNet
 
 
-class MBConv(nn.Module):
+class MBConv(_Residual):
     """torchvision's EfficientNet MBConv: [1x1 expand + BN + SiLU], kxk depthwise + BN +
     SiLU, SE (squeeze to a quarter of the block's input, SiLU, sigmoid), 1x1 projection + BN,
     the input added back (stochastic depth is the identity in eval)."""
@@ -509,12 +518,6 @@ class MBConv(nn.Module):
         layers.append(SqueezeExcitation(hidden, max(1, cin // 4), activation=nn.SiLU))
         layers.append(_conv_bn_act(hidden, cout, 1, act=None))
         self.block = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        result = self.block(x)
-        if self.use_res_connect:
-            result += x
-        return result
 
 
 class EfficientNet(nn.Module):
