@@ -42,6 +42,8 @@ from compiler.graph.ir import (
     TransposeAttrs,
 )
 from runtime.opset import CastAttrs, LayerNormAttrs
+from runtime.opset.indexing import SliceAttrs
+from runtime.opset.reduction import ReduceAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -170,25 +172,50 @@ def _pool(op: Op) -> Converter:
 
 @converts(
     "adaptive_avg_pool2d.default",
-    emits=[Op.GLOBAL_AVERAGE_POOL, Op.AVERAGE_POOL, Op.IDENTITY],
+    emits=[
+        *(Op.GLOBAL_AVERAGE_POOL, Op.AVERAGE_POOL, Op.IDENTITY),
+        *(Op.SLICE, Op.REDUCE_MEAN, Op.CONCAT),
+    ],
 )
 def _adaptive_avg_pool(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     """To 1x1: a global average; to a size that divides the input's: an average pool whose
-    windows tile the input (equal to torch's windows there; to the input's own size it is the
-    input)."""
+    windows tile the input (torch's windows there; to the input's own size, the input); to any
+    other size: each output cell the mean of its own window (rows ``floor(i*H/oh)`` to
+    ``ceil((i+1)*H/oh)``, likewise columns), as slices averaged and concatenated."""
     x = imp.value(args["self"])
     size = pair(args["output_size"])
-    spatial = imp.builder.type_of(x).shape[-2:]
-    if size == (1, 1):
+    shape = imp.builder.type_of(x).shape
+    spatial = shape[-2:]
+    if size == (1, 1) and len(shape) == 4:
         return imp.add(node, Op.GLOBAL_AVERAGE_POOL, [x])
     if size == tuple(spatial):
         return imp.add(node, Op.IDENTITY, [x])
-    if any(s % o for s, o in zip(spatial, size, strict=True)):
-        raise unsupported(
-            node, f"output size {list(size)} does not divide the input's {list(spatial)}"
-        )
-    window = tuple(s // o for s, o in zip(spatial, size, strict=True))
-    return imp.add(node, Op.AVERAGE_POOL, [x], PoolAttrs(window, window))
+    if len(shape) == 4 and not any(s % o for s, o in zip(spatial, size, strict=True)):
+        window = tuple(s // o for s, o in zip(spatial, size, strict=True))
+        return imp.add(node, Op.AVERAGE_POOL, [x], PoolAttrs(window, window))
+    return _adaptive_cells(imp, node, x, shape, size)
+
+
+def _adaptive_cells(
+    imp: TorchImport, node: fx.Node, x: str, shape: tuple[int, ...], size: tuple[int, int]
+) -> str:
+    """Adaptive average pooling cell by cell: a row of cells concatenated along W, the rows
+    along H."""
+    b, rank = imp.builder, len(shape)
+    (h, w), (oh, ow) = shape[-2:], size
+    rows = []
+    for i in range(oh):
+        cells = []
+        for j in range(ow):
+            starts, stops = [0] * rank, list(shape)
+            starts[-2], stops[-2] = (i * h) // oh, -(-((i + 1) * h) // oh)
+            starts[-1], stops[-1] = (j * w) // ow, -(-((j + 1) * w) // ow)
+            bounds = SliceAttrs(tuple(starts), tuple(stops), (1,) * rank)
+            window = b.add1(Op.SLICE, [x], bounds, name=b.fresh(f"{node.name}.window"))
+            mean = ReduceAttrs((rank - 2, rank - 1), True)
+            cells.append(b.add1(Op.REDUCE_MEAN, [window], mean, name=b.fresh(f"{node.name}.cell")))
+        rows.append(b.add1(Op.CONCAT, cells, AxisAttrs(rank - 1), name=b.fresh(f"{node.name}.row")))
+    return imp.add(node, Op.CONCAT, rows, AxisAttrs(rank - 2))
 
 
 @converts("batch_norm.default", emits=[Op.BATCH_NORM])

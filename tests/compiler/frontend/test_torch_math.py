@@ -135,7 +135,7 @@ def test_scaled_dot_product_attention_is_decomposed_and_equals_torch(mask):
     assert "MatMul" in _ops(graph) and "Softmax" in _ops(graph)
 
 
-def test_adaptive_pooling_to_a_size_that_does_not_divide_is_typed():
-    module = Fn(lambda m, x: F.adaptive_avg_pool2d(x, (3, 3)))
-    with pytest.raises(UnsupportedOperator, match=r"output size \[3, 3\] does not divide"):
-        from_torch(module, (torch.zeros(1, 2, 4, 4),))
+@pytest.mark.parametrize(("size", "shape"), [((3, 3), (1, 2, 4, 4)), ((2, 5), (2, 3, 7, 9))])
+def test_adaptive_pooling_to_any_size_equals_torch(size, shape):
+    graph = _import_and_compare(Fn(lambda m, x: F.adaptive_avg_pool2d(x, size)), _inputs([shape]))
+    assert "ReduceMean" in _ops(graph)
