@@ -43,6 +43,8 @@ RULES = (
     *(_template_rule(t) for t in ACCEL_TEMPLATES.values()),
     *(f"every accelerator node needs {c}" for c in COMMON),
     "an int8 Flatten/Reshape of an (N, C, 1, 1) value computed on the accelerator is a view",
+    "an int8 Concat along the channels of one batch block, of whole channel blocks each made "
+    "on the accelerator for it alone, is a view: its producers write into slices of its buffer",
     "everything else (float operators, quantize/dequantize, layout changes) runs on the CPU",
 )
 
@@ -118,11 +120,40 @@ def _place(env: Env, graph: Graph, node: Node, placed: dict[str, str], forced: b
         return Placement(*where, CPU, "kept on the CPU by request")
     if node.op in (Op.FLATTEN, Op.RESHAPE) and _is_view(graph, node, placed):
         return Placement(*where, VIEW, "same bytes in the blocked layout")
+    if node.op is Op.CONCAT:
+        problem = _concat_problem(env, graph, node, placed)
+        if problem is not None:
+            return Placement(*where, CPU, problem)
+        return Placement(*where, VIEW, "its producers write into slices of one buffer")
     try:
         op = accel_op(env, graph, node)
     except CompileError as err:
         return Placement(*where, CPU, err.detail)
     return Placement(*where, ACCEL, "accelerator template", op)
+
+
+def _concat_problem(env: Env, graph: Graph, node: Node, placed: dict[str, str]) -> str | None:
+    """Why a concatenation cannot be a layout decision (None where it can): it must be int8,
+    along the channels of a single batch block (so each input is a contiguous slice of the
+    blocked output), each input made by an accelerator node for this concatenation alone, in
+    whole channel blocks."""
+    out = graph.types[node.outputs[0]]
+    if out.dtype != "int8":
+        return "a float concatenation (its inputs arrive at different scales)"
+    if node.attrs.axis != 1 or len(out.shape) not in (2, 4) or out.shape[0] != env.BATCH:
+        return f"a concatenation along axis {node.attrs.axis} of {out} is no slice of a buffer"
+    if len(set(node.inputs)) != len(node.inputs):
+        return "a value concatenated twice"
+    for value in node.inputs:
+        producer = graph.producer(value)
+        if producer is None or placed.get(producer.name) != ACCEL:
+            return f"input {value!r} is not made on the accelerator"
+        if graph.consumers(value) != (node,) or value in graph.outputs:
+            return f"input {value!r} is read elsewhere too"
+        channels = graph.types[value].shape[1]
+        if channels % env.BLOCK_OUT:
+            return f"input {value!r} has {channels} channels, not whole blocks of {env.BLOCK_OUT}"
+    return None
 
 
 def _is_view(graph: Graph, node: Node, placed: dict[str, str]) -> bool:

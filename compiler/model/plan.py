@@ -4,7 +4,8 @@ Layouts (``pack_layout``): a value an accelerator node reads or writes lives in 
 layout ``(N/BATCH, C/BLOCK, H, W, BATCH, BLOCK)`` (channels padded with zeros); CPU nodes read
 and write numpy's plain layout. Where a value crosses, a CPU ``Pack`` or ``Unpack`` step
 converts it, once; constant operands of accelerator nodes are packed here, at compile time. A
-view (an int8 flatten of ``(N, C, 1, 1)``) shares its input's bytes.
+view (an int8 flatten of ``(N, C, 1, 1)``) shares its input's bytes; a concatenation view is a
+layout decision: each input is a slice of the output's buffer, which its producer writes.
 
 Memory (``plan_memory``): parameters first, from address 0; then every other tensor gets the
 lowest address at which it overlaps no tensor whose lifetime (first write to last read) meets
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.accel.env import Env
-from compiler.graph.ir import Graph, Node
+from compiler.graph.ir import Graph, Node, Op
 from compiler.model.accel_ops import AccelOp, packed_shape
 from compiler.model.partition import ACCEL, VIEW, Partition
 from isa import MemId
@@ -81,7 +82,8 @@ class _Layouts:
         self.slots: dict[str, tuple[tuple[int, ...], str, str]] = {}  # name -> shape, dtype, layout
         self.plain: dict[str, str] = {}
         self.packed: dict[str, str] = {}
-        self.aliases: dict[str, str] = {}  # slot -> the slot whose bytes it shares
+        #: slot -> (the slot whose bytes it shares, its byte offset there)
+        self.aliases: dict[str, tuple[str, int]] = {}
         self.steps: list[PlannedStep] = []
         self.constants: dict[str, np.ndarray] = {}
         for name in (*graph.inputs, *graph.params):
@@ -137,10 +139,19 @@ def plan_model(graph: Graph, partition: Partition, env: Env) -> Plan:
     for node in graph.nodes:
         placement = partition.placement(node.name)
         device = placement.device
+        if device == VIEW and node.op is Op.CONCAT:
+            # the producers write into consecutive slices of one buffer
+            out = layouts.packed_output(node.outputs[0])
+            offset = 0
+            for value in node.inputs:
+                slot = layouts.packed[value]
+                layouts.aliases[slot] = (out, offset)
+                offset += _slot_bytes(layouts.slots[slot])
+            continue
         if device == VIEW:
             source = layouts.packed_of(node.inputs[0])
             view = layouts.packed_output(node.outputs[0])
-            layouts.aliases[view] = layouts.aliases.get(source, source)
+            layouts.aliases[view] = (source, 0)
             continue
         macs = node_macs(graph, node)
         if device == ACCEL:
@@ -203,7 +214,8 @@ def _place(
     base = _align(len(blob), align)
 
     # lifetimes, in step indices, of each storage root (aliases extend their root's)
-    root = {name: layouts.aliases.get(name, name) for name in layouts.slots}
+    located = {name: _resolve(layouts.aliases, name) for name in layouts.slots}
+    root = {name: where[0] for name, where in located.items()}
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for name in inputs:
@@ -236,8 +248,19 @@ def _place(
     slots = {}
     for name, (shape, dtype, layout) in layouts.slots.items():
         if root[name] in addresses:
-            slots[name] = TensorSlot(name, shape, dtype, addresses[root[name]], layout)
+            address = addresses[root[name]] + located[name][1]
+            slots[name] = TensorSlot(name, shape, dtype, address, layout)
     return Plan(tuple(steps), slots, bytes(blob), _align(end, align), align, inputs, outputs)
+
+
+def _resolve(aliases: dict[str, tuple[str, int]], name: str) -> tuple[str, int]:
+    """The storage root of slot ``name`` and the slot's byte offset in it (aliases chain: a
+    view of a slice of a concatenation)."""
+    offset = 0
+    while name in aliases:
+        name, extra = aliases[name]
+        offset += extra
+    return name, offset
 
 
 def _slot_bytes(slot: tuple[tuple[int, ...], str, str]) -> int:

@@ -278,13 +278,29 @@ class _Quantizer:
         if act is not None:
             self.fused.add(act.name)
             value = act.outputs[0]
-        return value, self._e(value)
+        return value, self._output_exponent(value)
+
+    def _output_exponent(self, value: str) -> int:
+        """The exponent a requantising node gives ``value``: its own, or, where a Concat alone
+        reads it, the Concat's (so that the inputs arrive at one scale and the Concat stays in
+        int8, a layout decision on the accelerator)."""
+        users = self.graph.consumers(value)
+        if (
+            len(users) == 1
+            and users[0].op is Op.CONCAT
+            and users[0].name not in self.keep
+            and value not in self.graph.outputs
+        ):
+            return self._e(users[0].outputs[0])
+        return self._e(value)
 
     def _quantized(self, node: Node) -> bool:
         """Emit the int8 form of ``node`` if it has one; say whether it did."""
         rule = QUANTIZE_RULES.get(node.op)
         if rule is not None:
             return rule.apply(self, node)
+        if node.op is Op.CONCAT:
+            return self._int_concat(node)
         if node.op in PASS_THROUGH and node.inputs[0] in self.ints:
             qname, e = self.ints[node.inputs[0]]
             out = self._int_name(node.outputs[0])
@@ -292,6 +308,17 @@ class _Quantizer:
             self.ints[node.outputs[0]] = (out, e)
             return True
         return False
+
+    def _int_concat(self, node: Node) -> bool:
+        """A Concat whose inputs all exist in int8 at one exponent stays in int8."""
+        found = [self.ints.get(v) for v in node.inputs]
+        if any(f is None for f in found) or len({e for _, e in found}) != 1:  # type: ignore[misc]
+            return False
+        out = self._int_name(node.outputs[0])
+        inputs = [q for q, _ in found]  # type: ignore[misc]
+        self.b.add(Op.CONCAT, inputs, node.attrs, name=node.name, outputs=[out])
+        self.ints[node.outputs[0]] = (out, found[0][1])  # type: ignore[index]
+        return True
 
     def _weights(self, node: Node, index: int) -> tuple[np.ndarray, int] | None:
         if index >= len(node.inputs) or node.inputs[index] not in self.g_params:

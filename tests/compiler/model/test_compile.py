@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
-from compiler.graph import ConvAttrs, GraphBuilder, Op
+from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from compiler.model.accel_ops import dense_weights
@@ -73,6 +73,12 @@ def test_every_operator_of_the_quantized_graph_is_where_the_rules_say(compiled):
 
 
 def test_the_memory_plan_reuses_bytes_but_never_between_live_tensors(compiled):
+    _check_memory_plan(compiled)
+
+
+def _check_memory_plan(compiled) -> None:
+    """No two tensors live at once share a byte, unless one is a view inside the other (a
+    reshape's or a concatenation slice's bytes); some bytes are reused."""
     image = compiled.image
     slots = image.tensors
     live: dict[str, list[int]] = {}
@@ -88,7 +94,8 @@ def test_the_memory_plan_reuses_bytes_but_never_between_live_tensors(compiled):
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             sa, sb = slots[a], slots[b]
-            if sa.address == sb.address and sa.layout == sb.layout == "packed":
+            inside = _within(sa, sb) or _within(sb, sa)
+            if inside and sa.layout == sb.layout == "packed":
                 continue  # a view shares its source's bytes
             meets = not (live[a][1] < live[b][0] or live[b][1] < live[a][0])
             disjoint = sa.address + sa.nbytes <= sb.address or sb.address + sb.nbytes <= sa.address
@@ -96,6 +103,12 @@ def test_the_memory_plan_reuses_bytes_but_never_between_live_tensors(compiled):
     total = sum(slots[n].nbytes for n in names)
     arena = max(slots[n].address + slots[n].nbytes for n in names) - params_end
     assert arena < total  # something was reused
+
+
+def _within(inner, outer) -> bool:
+    return outer.address <= inner.address and inner.address + inner.nbytes <= (
+        outer.address + outer.nbytes
+    )
 
 
 def test_a_saved_model_runs_without_the_compiler(compiled, tmp_path):
@@ -308,4 +321,58 @@ def test_grouped_convolutions_of_few_groups_run_densely_on_the_accelerator(group
     if device == "cpu":
         assert f"groups={groups}" in placement.reason
     x = samples(graph, 1, seed=3)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
+def _branches(channels: int) -> Graph:
+    """Two convolution branches of ``channels`` each, concatenated, then a convolution."""
+    rng = np.random.default_rng(channels)
+    b = GraphBuilder(f"branches_{channels}")
+    x = b.input("x", (1, 8, 8, 8))
+    same = ConvAttrs(pads=(1, 1, 1, 1))
+    arms = []
+    for k in range(2):
+        w = b.param(f"w{k}", (rng.standard_normal((channels, 8, 3, 3)) * 0.2).astype(np.float32))
+        conv = b.add1(Op.CONV, [x, w], same, name=f"arm{k}")
+        arms.append(b.add1(Op.RELU, [conv], name=f"relu{k}"))
+    cat = b.add1(Op.CONCAT, arms, AxisAttrs(1), name="cat")
+    w = b.param("w_out", (rng.standard_normal((16, 2 * channels, 1, 1)) * 0.2).astype(np.float32))
+    return b.build([b.add1(Op.CONV, [cat, w], ConvAttrs(), name="out")])
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_a_concatenation_of_accelerator_outputs_is_a_layout_decision(device):
+    """Both branches write their slices of one buffer, which the next convolution reads: no
+    CPU step between them, and the run is bit-exact."""
+    graph = _branches(16)
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    placement = model.partition.placement("cat")
+    assert (placement.op, placement.device) == ("Concat", "view")
+    ops = [step.op for step in model.image.steps]
+    assert ops == [
+        "QuantizeLinear",
+        "Pack",
+        "QConv",
+        "QConv",
+        "QConv",
+        "Unpack",
+        "DequantizeLinear",
+    ]
+    slots = model.image.tensors
+    arm0, arm1 = (slots[f"relu{k}:packed"] for k in range(2))
+    assert arm1.address == arm0.address + arm0.nbytes  # consecutive slices
+    assert arm0.address == slots["cat:packed"].address
+    _check_memory_plan(model)
+    x = samples(graph, 1, seed=5)[0]
+    run = model.run(x, device)
+    np.testing.assert_array_equal(_output(run, model), model.reference(x)[0])
+
+
+def test_a_concatenation_of_partial_channel_blocks_runs_on_the_cpu_with_the_reason():
+    graph = _branches(8)
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    placement = model.partition.placement("cat")
+    assert placement.device == "cpu"
+    assert "has 8 channels, not whole blocks of 16" in placement.reason
+    x = samples(graph, 1, seed=5)[0]
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
