@@ -3,9 +3,10 @@
 A node runs on the accelerator when an accelerator template computes it exactly and compiles
 for the configuration, buffers included (:func:`compiler.model.accel_ops.accel_op` decides, by
 checking the template's registered conditions and then declaring and lowering it, and says why
-not);
-an int8 ``Flatten``/``Reshape`` of an ``(N, C, 1, 1)`` value the accelerator produced is a
-view there (same bytes in the blocked layout). Everything else runs on the CPU. The
+not); an int8 ``Flatten``/``Reshape`` of an ``(N, C, 1, 1)`` value the accelerator produced is
+a view there (same bytes in the blocked layout), and so is an int8 channel ``Concat`` whose
+inputs the accelerator makes for it alone, in whole channel blocks (they are slices of its
+buffer). Everything else runs on the CPU. The
 :class:`Partition` records each node's placement with its reason and prints them as a report.
 """
 
