@@ -146,6 +146,12 @@ _EQUAL_PADS = _attr(
 MAX_DENSE_GROUPS = 4
 
 
+def _depthwise(graph: Graph, node: Node) -> bool:
+    """Whether ``node`` convolves each input channel alone (the configuration's check that it
+    spans one channel block is the builder's)."""
+    return graph.types[node.inputs[1]].shape[1] == 1 and node.attrs.groups > 1
+
+
 def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
     """Grouped OIHW weights ``[O, C/groups, KH, KW]`` as the dense ``[O, C, KH, KW]`` weights
     of the same convolution: each group's block on the diagonal, zeros elsewhere."""
@@ -160,12 +166,14 @@ def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
 
 @_template(
     Op.QCONV,
-    _attr(
-        f"groups at most {MAX_DENSE_GROUPS} (run densely with block-diagonal weights)",
-        lambda a: a.groups <= MAX_DENSE_GROUPS,
-        lambda a: (
-            f"groups={a.groups} (only dense convolutions, or grouped ones of at most "
-            f"{MAX_DENSE_GROUPS} groups as dense ones, run on the GEMM core)"
+    Requirement(
+        f"groups at most {MAX_DENSE_GROUPS}, or depthwise over one channel block (either run "
+        "densely with block-diagonal weights)",
+        lambda graph, node: node.attrs.groups <= MAX_DENSE_GROUPS or _depthwise(graph, node),
+        lambda node: (
+            f"groups={node.attrs.groups} (only dense convolutions, grouped ones of at most "
+            f"{MAX_DENSE_GROUPS} groups and depthwise ones of one channel block run on the "
+            "GEMM core, as dense ones)"
         ),
     ),
     _attr("dilation 1", lambda a: a.dilations == (1, 1), lambda a: f"dilations {a.dilations}"),
@@ -174,6 +182,12 @@ def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
 )
 def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
+    channels = graph.types[node.inputs[0]].shape[1]
+    _require(
+        a.groups <= MAX_DENSE_GROUPS or channels <= env.BLOCK_IN,
+        f"a depthwise convolution of {channels} channels spans more than one channel block "
+        f"of {env.BLOCK_IN}",
+    )
     w = dense_weights(graph.params[node.inputs[1]], a.groups)
     data = _activation(env, graph, node.inputs[0], "data")
     packed_w = pack_oihw(w, env)

@@ -121,6 +121,8 @@ def _place(env: Env, graph: Graph, node: Node, placed: dict[str, str], forced: b
         return Placement(*where, CPU, "kept on the CPU by request")
     if node.op in (Op.FLATTEN, Op.RESHAPE) and _is_view(graph, node, placed):
         return Placement(*where, VIEW, "same bytes in the blocked layout")
+    if node.op is Op.SLICE and _is_block_slice(env, graph, node):
+        return Placement(*where, VIEW, "a slice of whole channel blocks of its input's buffer")
     if node.op is Op.CONCAT:
         problem = _concat_problem(env, graph, node, placed)
         if problem is not None:
@@ -145,16 +147,33 @@ def _concat_problem(env: Env, graph: Graph, node: Node, placed: dict[str, str]) 
         return f"a concatenation along axis {node.attrs.axis} of {out} is no slice of a buffer"
     if len(set(node.inputs)) != len(node.inputs):
         return "a value concatenated twice"
-    for value in node.inputs:
+    for index, value in enumerate(node.inputs):
         producer = graph.producer(value)
         if producer is None or placed.get(producer.name) != ACCEL:
             return f"input {value!r} is not made on the accelerator"
         if graph.consumers(value) != (node,) or value in graph.outputs:
             return f"input {value!r} is read elsewhere too"
         channels = graph.types[value].shape[1]
-        if channels % env.BLOCK_OUT:
+        if channels % env.BLOCK_OUT and index != len(node.inputs) - 1:  # the last may be partial
             return f"input {value!r} has {channels} channels, not whole blocks of {env.BLOCK_OUT}"
     return None
+
+
+def _is_block_slice(env: Env, graph: Graph, node: Node) -> bool:
+    """Whether an int8 Slice takes whole channel blocks of a value of one batch block, every
+    other axis whole, step 1 (a contiguous part of the blocked buffer)."""
+    source = graph.types[node.inputs[0]].shape
+    attrs = node.attrs
+    if graph.types[node.outputs[0]].dtype != "int8" or len(source) not in (2, 4):
+        return False
+    if source[0] != env.BATCH or any(step != 1 for step in attrs.steps):
+        return False
+    others = [a for a in range(len(source)) if a != 1]
+    if any((attrs.starts[a], attrs.stops[a]) != (0, source[a]) for a in others):
+        return False
+    start, stop = attrs.starts[1], attrs.stops[1]
+    whole = (stop - start) % env.BLOCK_OUT == 0 or stop == source[1]  # or the last, partial
+    return start % env.BLOCK_OUT == 0 and whole and stop > start
 
 
 def _is_view(graph: Graph, node: Node, placed: dict[str, str]) -> bool:

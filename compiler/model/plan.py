@@ -139,6 +139,14 @@ def plan_model(graph: Graph, partition: Partition, env: Env) -> Plan:
     for node in graph.nodes:
         placement = partition.placement(node.name)
         device = placement.device
+        if device == VIEW and node.op is Op.SLICE:
+            source = layouts.packed_of(node.inputs[0])
+            view = layouts.packed_output(node.outputs[0])
+            shape, dtype, _ = layouts.slots[source]
+            block_bytes = int(np.prod(shape[2:], dtype=np.int64)) * np.dtype(dtype).itemsize
+            start = node.attrs.starts[1] // env.BLOCK_OUT
+            layouts.aliases[view] = (source, start * block_bytes)
+            continue
         if device == VIEW and node.op is Op.CONCAT:
             # the producers write into consecutive slices of one buffer
             out = layouts.packed_output(node.outputs[0])

@@ -13,12 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.accel.env import Env
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
-from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op
+from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op, QConvAttrs
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from compiler.model.accel_ops import dense_weights
+from compiler.model.depthwise import split_depthwise
+from compiler.model.plan import node_macs
 from isa import AccelConfig
 from runtime.model import ModelFormatError, ModelInputError, load_model
 from runtime.opset import OPERATORS
@@ -376,3 +379,49 @@ def test_a_concatenation_of_partial_channel_blocks_runs_on_the_cpu_with_the_reas
     assert "has 8 channels, not whole blocks of 16" in placement.reason
     x = samples(graph, 1, seed=5)[0]
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    channels=st.integers(17, 70),
+    multiplier=st.sampled_from([1, 2]),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_split_depthwise_computes_the_whole_convolution_bit_for_bit(
+    channels, multiplier, bias, seed
+):
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder("dw")
+    x = b.input("x", (1, channels, 6, 6), "int8")
+    w = b.param("w", rng.integers(-128, 128, (channels * multiplier, 1, 3, 3), dtype=np.int8))
+    inputs = [x, w]
+    if bias:
+        inputs.append(b.param("b", rng.integers(-999, 999, channels * multiplier, dtype=np.int32)))
+    attrs = QConvAttrs((1, 1), (1, 1, 1, 1), (1, 1), channels, shift=7, lo=-20, hi=100)
+    graph = b.build([b.add1(Op.QCONV, inputs, attrs, name="dw")])
+    split = split_depthwise(graph, Env(DEFAULT))
+    assert [n.op for n in split.nodes].count(Op.QCONV) == -(-channels // 16)
+    data = rng.integers(-128, 128, (1, channels, 6, 6), dtype=np.int8)
+    np.testing.assert_array_equal(run_graph(split, [data])[0], run_graph(graph, [data])[0])
+    macs = sum(node_macs(split, n) for n in split.nodes)
+    assert macs == node_macs(graph, graph.node("dw"))
+
+
+@pytest.mark.parametrize("device", ["fsim", "sim"])
+def test_depthwise_convolutions_run_on_the_gemm_core_block_by_block(device):
+    """40 channels (two whole blocks and a partial one), a channel multiplier of 2: every
+    piece on the accelerator, their slices and concatenation views, the model bit-exact."""
+    rng = np.random.default_rng(2)
+    b = GraphBuilder("depthwise")
+    x = b.input("x", (1, 40, 8, 8))
+    w = b.param("w", (rng.standard_normal((80, 1, 3, 3)) * 0.3).astype(np.float32))
+    conv = b.add1(Op.CONV, [x, w], ConvAttrs(pads=(1, 1, 1, 1), groups=40), name="dw")
+    graph = b.build([b.add1(Op.RELU, [conv], name="relu")])
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    placements = model.partition.placements
+    pieces = [p for p in placements if p.op == "QConv"]
+    assert len(pieces) == 3 and all(p.device == "accel" for p in pieces)
+    assert {p.op for p in placements if p.device == "view"} == {"Slice", "Concat"}
+    x = samples(graph, 1, seed=8)[0]
+    np.testing.assert_array_equal(_output(model.run(x, device), model), model.reference(x)[0])

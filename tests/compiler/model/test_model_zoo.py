@@ -186,17 +186,10 @@ def shortfalls(result: dict[str, Any]) -> list[str]:
     return sorted(found, key=lambda f: order.index(f.split(":")[0]))
 
 
-#: The depthwise convolutions that stay on the CPU (the partition's reason for them).
-_DEPTHWISE = "only dense convolutions, or grouped ones of at most"
-
 #: Where vtaforge falls short today, by model: every shortfall of the model names one of these
 #: (the README's table says the same). The test fails on any other shortfall, and on a model
 #: listed here that no longer falls short, so the list stays true.
 KNOWN_SHORTFALLS: dict[str, tuple[str, ...]] = {
-    "mobilenet_v2": (_DEPTHWISE,),
-    "mobilenet_v3_small": (_DEPTHWISE,),
-    "efficientnet_b0": (_DEPTHWISE,),
-    "convnext_tiny": (_DEPTHWISE,),
     # the relative position bias (an index by a tensor) and the shifted windows' mask (built
     # by assigning into slices of a fresh tensor; ScatterND in ONNX)
     "swin_t": ("aten.index.Tensor", "ScatterND"),

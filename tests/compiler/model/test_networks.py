@@ -77,18 +77,16 @@ def test_the_quantized_digits_cnn_keeps_its_accuracy():
 
 
 @pytest.mark.parametrize("make", [depthwise_separable, inverted_residual])
-def test_mobilenet_blocks_split_between_cpu_and_accelerator(make):
+def test_mobilenet_blocks_run_on_the_accelerator_depthwise_convolutions_included(make):
     module = make(seed=0)
     shape = (1, 16, 16, 16)
     compiled = compile_model(module, DEFAULT, calibration=_images(4, shape, 1))
     convs = [p for p in compiled.partition.placements if p.op == "QConv"]
-    depthwise = [p for p in convs if p.device == "cpu"]
-    pointwise = [p for p in convs if p.device == "accel"]
-    assert len(depthwise) == 1 and "only dense convolutions" in depthwise[0].reason
-    assert pointwise
+    depthwise = [p for p in convs if compiled.graph.node(p.node).attrs.groups > 1]
+    assert depthwise and all(p.device == "accel" for p in convs)
     x = _images(1, shape, 5)[0]
     runs = _check_bit_exact(compiled, x)
-    assert runs["sim"].report.summary()["macs_cpu"] > 0
+    assert runs["sim"].report.summary()["macs_cpu"] == 0
     got = runs["fsim"].outputs[compiled.image.outputs[0]]
     expected = run_torch(module, x)
     assert np.linalg.norm(got - expected) / np.linalg.norm(expected) < 0.1
