@@ -77,10 +77,11 @@ def _require(condition: bool, message: str) -> None:
 @dataclass(frozen=True)
 class Requirement:
     """One condition a node must meet for its template: ``text`` as the partition report
-    prints it, ``holds(graph, node)`` the check, ``why(node)`` the reason given where it fails."""
+    prints it, ``holds(env, graph, node)`` the check, ``why(node)`` the reason given where it
+    fails."""
 
     text: str
-    holds: Callable[[Graph, Node], bool]
+    holds: Callable[[Env, Graph, Node], bool]
     why: Callable[[Node], str]
 
 
@@ -120,7 +121,9 @@ def _template(
 
 def _attr(text: str, holds: Callable[[Any], bool], why: Callable[[Any], str]) -> Requirement:
     """A requirement on the node's attribute record alone."""
-    return Requirement(text, lambda _graph, node: holds(node.attrs), lambda node: why(node.attrs))
+    return Requirement(
+        text, lambda _env, _graph, node: holds(node.attrs), lambda node: why(node.attrs)
+    )
 
 
 def _activation(env: Env, graph: Graph, value: str, name: str) -> Tensor:
@@ -139,17 +142,11 @@ _EQUAL_PADS = _attr(
 )
 
 
-#: The most groups a grouped convolution may have to run on the GEMM core as the dense
-#: convolution of its block-diagonal weights (exact: the zeros add nothing), which multiplies
-#: its GEMM work by the group count; depthwise convolutions (a group per channel) stay on the
-#: CPU.
+#: The most groups a grouped convolution over more than one channel block may have to run on
+#: the GEMM core as the dense convolution of its block-diagonal weights (exact: the zeros add
+#: nothing), which multiplies its GEMM work by the group count; one of more groups is split
+#: into pieces over one channel block first (:mod:`compiler.model.grouped`).
 MAX_DENSE_GROUPS = 4
-
-
-def _depthwise(graph: Graph, node: Node) -> bool:
-    """Whether ``node`` convolves each input channel alone (the configuration's check that it
-    spans one channel block is the builder's)."""
-    return graph.types[node.inputs[1]].shape[1] == 1 and node.attrs.groups > 1
 
 
 def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
@@ -167,13 +164,16 @@ def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
 @_template(
     Op.QCONV,
     Requirement(
-        f"groups at most {MAX_DENSE_GROUPS}, or depthwise over one channel block (either run "
+        f"groups at most {MAX_DENSE_GROUPS}, or any grouping over one channel block (either run "
         "densely with block-diagonal weights)",
-        lambda graph, node: node.attrs.groups <= MAX_DENSE_GROUPS or _depthwise(graph, node),
+        lambda env, graph, node: (
+            node.attrs.groups <= MAX_DENSE_GROUPS
+            or graph.types[node.inputs[0]].shape[1] <= env.BLOCK_IN
+        ),
         lambda node: (
-            f"groups={node.attrs.groups} (only dense convolutions, grouped ones of at most "
-            f"{MAX_DENSE_GROUPS} groups and depthwise ones of one channel block run on the "
-            "GEMM core, as dense ones)"
+            f"groups={node.attrs.groups} over more than one channel block (only dense "
+            f"convolutions, grouped ones of at most {MAX_DENSE_GROUPS} groups and grouped ones "
+            "over one channel block run on the GEMM core, as dense ones)"
         ),
     ),
     _attr("dilation 1", lambda a: a.dilations == (1, 1), lambda a: f"dilations {a.dilations}"),
@@ -182,12 +182,6 @@ def dense_weights(w: np.ndarray, groups: int) -> np.ndarray:
 )
 def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
-    channels = graph.types[node.inputs[0]].shape[1]
-    _require(
-        a.groups <= MAX_DENSE_GROUPS or channels <= env.BLOCK_IN,
-        f"a depthwise convolution of {channels} channels spans more than one channel block "
-        f"of {env.BLOCK_IN}",
-    )
     w = dense_weights(graph.params[node.inputs[1]], a.groups)
     data = _activation(env, graph, node.inputs[0], "data")
     packed_w = pack_oihw(w, env)
@@ -223,7 +217,7 @@ def _dense(env: Env, graph: Graph, node: Node) -> AccelOp:
     Op.QADD,
     Requirement(
         "4-D (NCHW) operands",
-        lambda graph, node: len(graph.types[node.inputs[0]].shape) == 4,
+        lambda _env, graph, node: len(graph.types[node.inputs[0]].shape) == 4,
         lambda node: "adds of 4-D (NCHW) activations only",
     ),
 )
@@ -249,7 +243,7 @@ def _add(env: Env, graph: Graph, node: Node) -> AccelOp:
     _attr("no ceil mode", lambda a: not a.ceil_mode, lambda a: "ceil_mode"),
     Requirement(
         "padded only after a ReLU (a non-negative input: the DMA pads with zeros)",
-        lambda graph, node: node.attrs.pads[0] == 0 or non_negative(graph, node.inputs[0]),
+        lambda _env, graph, node: node.attrs.pads[0] == 0 or non_negative(graph, node.inputs[0]),
         lambda node: "padding needs a non-negative input (the DMA pads with zeros)",
     ),
 )
@@ -293,7 +287,7 @@ def accel_op(env: Env, graph: Graph, node: Node) -> AccelOp:
         if template is None:
             raise CompileError("the accelerator has no template for this operator")
         for requirement in template.requirements:
-            _require(requirement.holds(graph, node), requirement.why(node))
+            _require(requirement.holds(env, graph, node), requirement.why(node))
         for dtype in (env.inp_dtype, env.wgt_dtype, env.out_dtype):
             _require(dtype == "int8", f"the configuration's operands are {dtype}, not int8")
         _require(env.BLOCK_IN == env.BLOCK_OUT, "BLOCK_IN differs from BLOCK_OUT")

@@ -3,8 +3,8 @@ configuration into a :class:`CompiledModel`, through one named list of stages.
 
 The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants``,
 ``fold_batch_norm``, ``quantize`` (calibrated on the given samples; fuses conv + bias + relu +
-requantisation and add + relu), ``split_depthwise`` (a depthwise convolution wider than a
-channel block as one piece per block, :mod:`compiler.model.depthwise`), ``partition``
+requantisation and add + relu), ``split_grouped`` (a grouped or depthwise convolution wider than a
+channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``partition``
 (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
 whose lifetimes do not overlap) and ``codegen`` (each accelerator node's template lowered and
@@ -33,7 +33,7 @@ from compiler.graph.ir import Graph, node_names
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
 from compiler.model.cpu_kernels import cpu_library
-from compiler.model.depthwise import split_depthwise
+from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
 from isa import UOP_BYTES, AccelConfig
@@ -47,7 +47,7 @@ STAGES = (
     "fold_constants",
     "fold_batch_norm",
     "quantize",
-    "split_depthwise",
+    "split_grouped",
     "partition",
     "plan",
     "codegen",
@@ -149,7 +149,7 @@ def compile_model(
             mul_bits=cfg.mul_arg_bits,
         ),
     )
-    qgraph = stage("split_depthwise", lambda: split_depthwise(qgraph, env, keep=cpu_only))
+    qgraph = stage("split_grouped", lambda: split_grouped(qgraph, env, keep=cpu_only))
     parts = stage("partition", lambda: partition(qgraph, cfg, cpu_only=cpu_only))
     plan = stage("plan", lambda: plan_model(qgraph, parts, env))
     image = stage("codegen", lambda: _codegen(plan, env, name or graph.name, cpu_target))

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from compiler.accel.env import Env
@@ -20,7 +20,7 @@ from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op, QConvA
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from compiler.model.accel_ops import dense_weights
-from compiler.model.depthwise import split_depthwise
+from compiler.model.grouped import split_grouped
 from compiler.model.plan import node_macs
 from isa import AccelConfig
 from runtime.model import ModelFormatError, ModelInputError, load_model
@@ -309,20 +309,35 @@ def test_dense_weights_compute_the_grouped_convolution(groups, per_group, out_pe
     np.testing.assert_allclose(dense, grouped, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize(("groups", "device"), [(2, "accel"), (4, "accel"), (8, "cpu")])
-def test_grouped_convolutions_of_few_groups_run_densely_on_the_accelerator(groups, device):
+@pytest.mark.parametrize(
+    ("channels", "groups", "placement"),
+    [
+        (16, 2, "accel"),  # at most 4 groups: dense
+        (16, 4, "accel"),
+        (16, 8, "accel"),  # over one channel block: dense
+        (64, 8, "pieces"),  # groups of 8 channels: split into blocks of 2 groups
+        (48, 16, "cpu"),  # groups of 3 channels neither divide nor fill a block of 16
+    ],
+)
+def test_grouped_convolutions_run_densely_on_the_accelerator(channels, groups, placement):
     rng = np.random.default_rng(groups)
     b = GraphBuilder("grouped")
-    x = b.input("x", (1, 16, 8, 8))
-    w = b.param("w", (rng.standard_normal((32, 16 // groups, 3, 3)) * 0.2).astype(np.float32))
+    x = b.input("x", (1, channels, 8, 8))
+    shape = (2 * channels, channels // groups, 3, 3)
+    w = b.param("w", (rng.standard_normal(shape) * 0.2).astype(np.float32))
     attrs = ConvAttrs(pads=(1, 1, 1, 1), groups=groups)
     y = b.add1(Op.RELU, [b.add1(Op.CONV, [x, w], attrs, name="conv")], name="relu")
     graph = b.build([y])
     model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
-    placement = model.partition.placement("conv")
-    assert placement.device == device
-    if device == "cpu":
-        assert f"groups={groups}" in placement.reason
+    devices = {p.node: p for p in model.partition.placements}
+    if placement == "pieces":
+        pieces = [p for p in devices.values() if p.op == "QConv"]
+        assert len(pieces) == channels // 16 and all(p.device == "accel" for p in pieces)
+        assert devices["conv"].device == "view"  # the pieces' Concat
+    else:
+        assert devices["conv"].device == placement
+    if placement == "cpu":
+        assert f"groups={groups} over more than one channel block" in devices["conv"].reason
     x = samples(graph, 1, seed=3)[0]
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
@@ -381,31 +396,38 @@ def test_a_concatenation_of_partial_channel_blocks_runs_on_the_cpu_with_the_reas
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
-    channels=st.integers(17, 70),
-    multiplier=st.sampled_from([1, 2]),
+    in_per_group=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    groups=st.integers(5, 40),
+    out_per_group=st.sampled_from([1, 2]),
     bias=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_split_depthwise_computes_the_whole_convolution_bit_for_bit(
-    channels, multiplier, bias, seed
+def test_split_grouped_computes_the_whole_convolution_bit_for_bit(
+    in_per_group, groups, out_per_group, bias, seed
 ):
+    """Depthwise (one channel a group) and grouped convolutions of any group width dividing or
+    divided by the channel block: the pieces compute the whole convolution, their MACs add up."""
+    channels = in_per_group * groups
+    assume(channels > 16 and channels <= 160)
     rng = np.random.default_rng(seed)
-    b = GraphBuilder("dw")
-    x = b.input("x", (1, channels, 6, 6), "int8")
-    w = b.param("w", rng.integers(-128, 128, (channels * multiplier, 1, 3, 3), dtype=np.int8))
-    inputs = [x, w]
+    b = GraphBuilder("grouped")
+    x = b.input("x", (1, channels, 5, 5), "int8")
+    shape = (groups * out_per_group, in_per_group, 3, 3)
+    inputs = [x, b.param("w", rng.integers(-128, 128, shape, dtype=np.int8))]
     if bias:
-        inputs.append(b.param("b", rng.integers(-999, 999, channels * multiplier, dtype=np.int32)))
-    attrs = QConvAttrs((1, 1), (1, 1, 1, 1), (1, 1), channels, shift=7, lo=-20, hi=100)
-    graph = b.build([b.add1(Op.QCONV, inputs, attrs, name="dw")])
-    split = split_depthwise(graph, Env(DEFAULT))
-    assert [n.op for n in split.nodes].count(Op.QCONV) == -(-channels // 16)
-    data = rng.integers(-128, 128, (1, channels, 6, 6), dtype=np.int8)
+        bias_values = rng.integers(-999, 999, groups * out_per_group, dtype=np.int32)
+        inputs.append(b.param("b", bias_values))
+    attrs = QConvAttrs((1, 1), (1, 1, 1, 1), (1, 1), groups, shift=7, lo=-20, hi=100)
+    graph = b.build([b.add1(Op.QCONV, inputs, attrs, name="conv")])
+    split = split_grouped(graph, Env(DEFAULT))
+    pieces = [n for n in split.nodes if n.op is Op.QCONV]
+    assert len(pieces) == -(-channels // max(16, in_per_group))
+    data = rng.integers(-128, 128, (1, channels, 5, 5), dtype=np.int8)
     np.testing.assert_array_equal(run_graph(split, [data])[0], run_graph(graph, [data])[0])
     macs = sum(node_macs(split, n) for n in split.nodes)
-    assert macs == node_macs(graph, graph.node("dw"))
+    assert macs == node_macs(graph, graph.node("conv"))
 
 
 @pytest.mark.parametrize("device", ["fsim", "sim"])
