@@ -35,6 +35,7 @@ from compiler.frontend import (  # noqa: F401  (register the converters)
 )
 from compiler.frontend.converters import check_emits
 from compiler.frontend.onnx_node import OnnxNode, converter_for
+from compiler.graph.interpret import run_graph
 from compiler.graph.ir import DTYPES, Graph, GraphBuilder, Op, TensorType
 from runtime.opset import OperatorError, kernel_kwargs
 
@@ -234,8 +235,11 @@ class _Importer:
         """One UnsupportedOperator naming every node whose operator has no converter (the
         first one as the error's node), before any is converted."""
         missing = []
+        constant = self._maybe_constant()
         for proto in self.model.graph.node:
             default = proto.domain in _DEFAULT_DOMAINS
+            if default and proto.output[0] in constant:
+                continue  # computed as it is read, if its inputs turn out to be constants
             if not default or converter_for(proto.op_type, self.opset) is None:
                 full = proto.op_type if default else f"{proto.domain}.{proto.op_type}"
                 missing.append((proto, full, proto.name or proto.op_type.lower()))
@@ -248,12 +252,61 @@ class _Importer:
             f"{full} is not supported{also}", op=first.op_type, node=name, opset=self.opset
         )
 
+    def _maybe_constant(self) -> set[str]:
+        """The outputs of the nodes that depend on initializers, Constant nodes and shapes
+        alone (shapes are static here): what a node without a converter may still be
+        computed from, as the model is read."""
+        known = {t.name for t in self.model.graph.initializer}
+        for proto in self.model.graph.node:
+            static = proto.op_type in ("Shape", "Size") or all(
+                not v or v in known for v in proto.input
+            )
+            if proto.domain in _DEFAULT_DOMAINS and static:
+                known.update(o for o in proto.output if o)
+        return known
+
+    def _compute(self, proto: onnx.NodeProto, name: str) -> None:
+        """Define the outputs of a node without a converter as parameters, computed by onnx's
+        reference implementation from its inputs, which must turn out to be constants."""
+        from onnx.reference import ReferenceEvaluator
+
+        unsupported = UnsupportedOperator(
+            f"{proto.op_type} is not supported (here its inputs are not constants)",
+            op=proto.op_type,
+            node=name,
+            opset=self.opset,
+        )
+        inputs = [self.values[v] for v in proto.input if v]
+        graph = self.builder.build(inputs)
+        if any(v in graph.inputs for node in graph.nodes for v in node.inputs) or any(
+            v in graph.inputs for v in inputs
+        ):
+            raise unsupported
+        zeros = {v: np.zeros(graph.types[v].shape, graph.types[v].dtype) for v in graph.inputs}
+        values = run_graph(graph, zeros, keep=True)
+        initializers = [
+            numpy_helper.from_array(np.asarray(values[self.values[v]]), v) for v in proto.input if v
+        ]
+        outputs = [helper.make_empty_tensor_value_info(o) for o in proto.output if o]
+        one = helper.make_graph([proto], "node", [], outputs, initializers)
+        try:
+            arrays = ReferenceEvaluator(
+                helper.make_model(one, opset_imports=self.model.opset_import)
+            ).run(None, {})
+        except Exception:
+            raise unsupported from None
+        for output, array in zip([o for o in proto.output if o], arrays, strict=True):
+            self.builder.param(output, np.asarray(array))
+            self.values[output] = output
+
     def convert(self, proto: onnx.NodeProto) -> None:
         """Add the graph node(s) of one ONNX node, or alias its output."""
         name = proto.name or self.builder.fresh(proto.op_type.lower())
         default = proto.domain in _DEFAULT_DOMAINS
         entry = converter_for(proto.op_type, self.opset) if default else None
-        assert entry is not None  # _check_operators refused the model otherwise
+        if entry is None:  # a node _check_operators let through: constant, maybe
+            self._compute(proto, name)
+            return
         attrs = {a.name: _attribute(a) for a in proto.attribute}
         inputs = [self._value(v, f"node {name!r}'s input") if v else "" for v in proto.input]
         n = OnnxNode(proto, name, self.opset, inputs, attrs, self.builder)

@@ -41,8 +41,10 @@ the type torch recorded for it, so a semantic mismatch fails at the node that ha
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Sequence
 from operator import getitem
+from typing import Any
 
 import torch
 from torch import fx
@@ -93,6 +95,18 @@ def from_torch(module: torch.nn.Module, example_inputs: Sequence[torch.Tensor]) 
     return _Importer(program, name).run()
 
 
+#: Calls that read only their first argument's dtype (and device): a fresh tensor like it.
+_LIKE = frozenset(
+    getattr(torch.ops.aten, name).default
+    for name in ("new_zeros", "new_ones", "new_full", "new_empty")
+)
+
+
+def _like(node: fx.Node) -> torch.Tensor:
+    """A one-element stand-in for ``node``'s value, of its dtype."""
+    return torch.zeros((), dtype=node.meta["val"].dtype)
+
+
 class _Importer(TorchImport):
     """One ExportedProgram's walk: FX nodes to IR values, in the FX graph's order."""
 
@@ -110,7 +124,12 @@ class _Importer(TorchImport):
                 raise GraphError(f"input {spec.arg.name!r} is a {spec.kind.name}, not supported")
             self.lifted[spec.arg.name] = (spec.target, tensors[spec.target])
         graph = self.program.graph_module.graph
-        calls = [n for n in graph.nodes if n.op == "call_function" and n.target not in CHECKS]
+        constant = self._fold_constants(graph)
+        calls = [
+            n
+            for n in graph.nodes
+            if n.op == "call_function" and n.target not in CHECKS and n not in constant
+        ]
         missing = [n for n in calls if n.target not in CONVERTERS and n.target is not getitem]
         if missing:
             names = ", ".join(f"{target_name(n)} ({n.name})" for n in missing)
@@ -125,8 +144,8 @@ class _Importer(TorchImport):
                 if node.name not in self.lifted:
                     ty = meta_type(node)
                     self.values[node] = self.builder.input(node.name, ty[0], ty[1])
-            elif node.op == "call_function" and node.target in CHECKS:
-                continue  # export's run-time assertions: the static types already hold them
+            elif node.op == "call_function" and (node.target in CHECKS or node in constant):
+                continue  # run-time assertions (the static types hold them), or constants
             elif node.op == "call_function" and node.target is getitem:
                 self.values[node] = self._element(node)
             elif node.op == "call_function":
@@ -136,6 +155,38 @@ class _Importer(TorchImport):
             else:
                 raise GraphError(f"FX node {node.name!r} is a {node.op}, not supported")
         return self.builder.build(outputs)
+
+    def _fold_constants(self, graph: fx.Graph) -> set[fx.Node]:
+        """Compute with torch, in graph order, every call that depends on parameters,
+        buffers and constants alone (on copies of them: an in-place call writes the copy), and
+        make each tensor it gives a parameter, declared where a later call reads it. Models
+        build masks and tables this way (a shifted-window mask by assigning into slices of a
+        fresh tensor), which no graph operator could express; the calls are known here."""
+        known: dict[fx.Node, Any] = {}
+        for node in graph.nodes:
+            if node.op == "placeholder" and node.name in self.lifted:
+                known[node] = self.lifted[node.name][1].detach().clone()
+        folded: set[fx.Node] = set()
+        for node in graph.nodes:
+            if node.op != "call_function" or node.target in CHECKS:
+                continue
+            stand_in = {}
+            if node.target in _LIKE and node.args and node.args[0] not in known:
+                stand_in[node.args[0]] = _like(node.args[0])  # only its dtype matters here
+            values = ChainMap(stand_in, known)
+            if any(a not in values for a in node.all_input_nodes):
+                continue
+            args = fx.node.map_arg(node.args, values.__getitem__)
+            kwargs = fx.node.map_arg(node.kwargs, values.__getitem__)
+            try:
+                with torch.no_grad():
+                    known[node] = node.target(*args, **kwargs)
+            except Exception:
+                continue
+            folded.add(node)
+            if isinstance(known[node], torch.Tensor):
+                self.lifted[node.name] = (node.name, known[node])
+        return folded
 
     def _outputs(self, node: fx.Node) -> list[str]:
         specs = self.program.graph_signature.output_specs

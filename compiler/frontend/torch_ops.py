@@ -513,24 +513,6 @@ def _layer_norm(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     return imp.add(node, Op.LAYER_NORM, [x, *affine], attrs)
 
 
-# ----------------------------------------------------------------------------- constants
-@converts(
-    "arange.default",
-    "arange.start",
-    "arange.start_step",
-    "full.default",
-    "zeros.default",
-    "ones.default",
-    "scalar_tensor.default",
-)
-def _created(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
-    """A tensor made from Python values alone (no tensor input): computed now, a parameter."""
-    if any(isinstance(a, fx.Node) for a in (*node.args, *node.kwargs.values())):
-        raise unsupported(node, "a created tensor that depends on a tensor is not supported")
-    array = node.target(*node.args, **node.kwargs).detach().cpu().numpy()
-    return imp.builder.param(imp.builder.fresh(node.name), array)
-
-
 @converts("addmm.default", emits=[Op.GEMM])
 def _addmm(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     """``beta * self + alpha * (mat1 @ mat2)``: ONNX's Gemm exactly."""

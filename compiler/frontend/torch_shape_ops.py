@@ -142,6 +142,31 @@ def _unbind(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> tuple[str,
     return tuple(values)
 
 
+@converts("roll.default", emits=[Op.SLICE, Op.CONCAT])
+def _roll(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
+    """Each rolled axis as its two slices swapped: the last ``shift`` elements, then the
+    rest (a roll without dims, of the flattened tensor, is not supported)."""
+    shape = _shape(imp, args["self"])
+    shifts, dims = list(args["shifts"]), list(args["dims"])
+    if not dims or len(shifts) != len(dims):
+        raise unsupported(node, "roll needs one shift per dimension (no flattened roll)")
+    value = imp.value(args["self"])
+    for k, (shift, dim) in enumerate(zip(shifts, dims, strict=True)):
+        axis = norm_axis(int(dim), len(shape))
+        cut = (-int(shift)) % shape[axis]
+        if cut == 0:
+            continue
+        name = imp.builder.fresh(f"{node.name}.{k}")
+        tail = _bounds(shape, axis, cut, shape[axis])
+        head = _bounds(shape, axis, 0, cut)
+        parts = [
+            imp.builder.add1(Op.SLICE, [value], tail, name=f"{name}.tail"),
+            imp.builder.add1(Op.SLICE, [value], head, name=f"{name}.head"),
+        ]
+        value = imp.builder.add1(Op.CONCAT, parts, AxisAttrs(axis), name=name)
+    return value
+
+
 # ----------------------------------------------------------------------------- shapes
 @converts("expand.default", emits=[Op.EXPAND])
 def _expand(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:

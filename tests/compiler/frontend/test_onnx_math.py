@@ -169,3 +169,21 @@ def test_layer_normalization_with_its_mean_and_inverse_deviation_outputs():
     model = _model([node], {"x": x}, params, outputs=("y", "mean", "inv"))
     graph = _check(model, {"x": x}, {"rtol": 1e-5, "atol": 1e-5})
     assert [graph.types[v].shape for v in graph.outputs] == [(2, 3, 5), (2, 1, 1), (2, 1, 1)]
+
+
+def test_an_operator_without_a_converter_on_constants_is_computed_at_import():
+    """ScatterND into a constant (as exported Swin builds its mask): onnx's reference
+    implementation computes it as the model is read; on a graph input it stays unsupported."""
+    data = np.zeros((4, 4), np.float32)
+    indices = np.array([[1, 2], [3, 0]], np.int64)
+    updates = np.array([5.0, 7.0], np.float32)
+    x = _rand(4, 4)
+    nodes = [
+        helper.make_node("ScatterND", ["data", "indices", "updates"], ["mask"]),
+        helper.make_node("Add", ["x", "mask"], ["y"]),
+    ]
+    params = {"data": data, "indices": indices, "updates": updates}
+    graph = _check(_model(nodes, {"x": x}, params), {"x": x}, EXACT)
+    assert [node.op for node in graph.nodes] == [Op.ADD]
+    with pytest.raises(UnsupportedOperator, match="ScatterND is not supported"):
+        from_onnx(_op("ScatterND", {"x": x}, {"indices": indices, "updates": updates}))

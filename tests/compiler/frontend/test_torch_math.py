@@ -139,3 +139,23 @@ def test_scaled_dot_product_attention_is_decomposed_and_equals_torch(mask):
 def test_adaptive_pooling_to_any_size_equals_torch(size, shape):
     graph = _import_and_compare(Fn(lambda m, x: F.adaptive_avg_pool2d(x, size)), _inputs([shape]))
     assert "ReduceMean" in _ops(graph)
+
+
+def test_constants_built_by_assigning_into_slices_are_computed_at_import():
+    """A mask made as Swin makes its shifted-window mask (a fresh tensor like the input,
+    filled slice by slice, compared) and a table indexed by a constant index: torch computes
+    them as the model is read; the graph holds them as parameters."""
+
+    def forward(m, x):
+        mask = x.new_zeros((4, 6))
+        for k, (rows, cols) in enumerate([(slice(0, 2), slice(0, 3)), (slice(2, 4), slice(3, 6))]):
+            mask[rows, cols] = k + 1
+        bias = m.table[m.index]
+        return x.masked_fill(mask != 0, -1.0) + bias + torch.roll(x, shifts=(1, -2), dims=(0, 1))
+
+    module = Fn(forward)
+    module.register_buffer("table", torch.linspace(-1, 1, 10))
+    module.register_buffer("index", torch.tensor([[0, 3, 9, 2, 2, 1]] * 4))
+    graph = _import_and_compare(module, _inputs([(4, 6)]), TOL)
+    # the mask and the table lookup are parameters; the roll of x is two slices per axis
+    assert sorted(_ops(graph)) == sorted(["Where", "Add", "Add", *["Slice", "Slice", "Concat"] * 2])

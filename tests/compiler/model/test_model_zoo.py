@@ -10,8 +10,7 @@ nodes that multiply, with their reasons; and an fsim run against ``compiled.refe
 for bit. Each model's test asserts what users expect of all of it: both imports, the float
 graphs within 1e-4 of torch (relative to the output's largest magnitude, plus 1e-5), a
 compiled model, fsim bit-exact with the reference, and at least 90% of a CNN's MACs (80% of a
-transformer's) on the accelerator; a model listed in :data:`KNOWN_SHORTFALLS` may fall short
-only for the reasons listed there.
+transformer's) on the accelerator.
 
 ``python -m tests.compiler.model.test_model_zoo`` prints the table in Markdown, then each
 model's shortfalls in full.
@@ -186,24 +185,10 @@ def shortfalls(result: dict[str, Any]) -> list[str]:
     return sorted(found, key=lambda f: order.index(f.split(":")[0]))
 
 
-#: Where vtaforge falls short today, by model: every shortfall of the model names one of these
-#: (the README's table says the same). The test fails on any other shortfall, and on a model
-#: listed here that no longer falls short, so the list stays true.
-KNOWN_SHORTFALLS: dict[str, tuple[str, ...]] = {
-    # the relative position bias (an index by a tensor) and the shifted windows' mask (built
-    # by assigning into slices of a fresh tensor; ScatterND in ONNX)
-    "swin_t": ("aten.index.Tensor", "ScatterND"),
-}
-
-
 @pytest.mark.parametrize("name", list(MODELS), ids=list(MODELS))
 def test_the_model_imports_compiles_and_runs_on_the_accelerator(name: str) -> None:
     problems = shortfalls(try_model(name))
-    known = KNOWN_SHORTFALLS.get(name, ())
-    unexplained = [p for p in problems if not any(phrase in p for phrase in known)]
-    assert not unexplained, f"{name} falls short:\n" + "\n".join(unexplained)
-    if known:
-        assert problems, f"{name} no longer falls short: remove it from KNOWN_SHORTFALLS"
+    assert not problems, f"{name} falls short:\n" + "\n".join(problems)
 
 
 def _cell(text: str, width: int = 110) -> str:
