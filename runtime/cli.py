@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
@@ -319,7 +319,7 @@ def _run_run(args: argparse.Namespace) -> int:
         result = model.run(inputs, device=args.device, progress=advance, **options)
     report = result.report
     if report_file is not None:
-        write_report(report_file, _report_rows(report))
+        write_report(report_file, report.rows())
         print(f"wrote {report_file}")
     if args.report:
         print(report.table())
@@ -346,47 +346,6 @@ def _run_run(args: argparse.Namespace) -> int:
             for path in write_model_plots(result.cycle_stats, args.plots):
                 print(f"wrote {path}")
     return 0
-
-
-def _report_rows(report: Any) -> list[dict[str, Any]]:
-    """One row per step (where it ran, its cycles, bytes and host time), then the totals with
-    the end-to-end latency: the accelerator's time at its clock plus the CPU steps' host
-    time."""
-    rows = []
-    for step in report.steps:
-        rows.append(
-            {
-                "step": step.node,
-                "op": step.op,
-                "device": step.device,
-                "kernel": step.kernel,
-                "cycles": step.cycles,
-                "utilisation": step.utilisation,
-                "dram_bytes": step.dram_bytes,
-                "macs": step.macs,
-                "host_ms": 1e3 * step.wall_seconds,
-            }
-        )
-    total = report.summary()
-    accel_ms = total["accel_ms"]
-    latency = None if accel_ms is None else accel_ms + total["cpu_ms"]
-    rows.append(
-        {
-            "step": "(total)",
-            "op": "",
-            "device": report.device,
-            "kernel": "",
-            "cycles": total["cycles"],
-            "utilisation": total["gemm_utilisation"],
-            "dram_bytes": total["dram_bytes"],
-            "macs": total["macs_accel"] + total["macs_cpu"],
-            "host_ms": total["cpu_ms"],
-            "latency_ms": latency,
-        }
-    )
-    for row in rows[:-1]:
-        row["latency_ms"] = None
-    return rows
 
 
 # ---------------------------------------------------------------------- hw

@@ -133,9 +133,7 @@ def _split(n: OnnxNode, sizes: Sequence[int] | None, parts: int | None) -> None:
         sizes = [size // len(outputs)] * len(outputs)
     begin = 0
     for k, (output, part) in enumerate(zip(outputs, sizes, strict=True)):
-        starts, stops = [0] * len(shape), list(shape)
-        starts[axis], stops[axis] = begin, begin + part
-        attrs = SliceAttrs(tuple(starts), tuple(stops), (1,) * len(shape))
+        attrs = SliceAttrs.along(shape, {axis: (begin, begin + part)})
         begin += part
         if k == 0:
             n.emit(Op.SLICE, n.inputs[:1], attrs)

@@ -68,12 +68,14 @@ class TorchImport:
             self.values[arg] = self.builder.param(name, tensor.detach().cpu().numpy())
         return self.values[arg]
 
-    def operand(self, arg: Any, node: fx.Node, role: str) -> str:
-        """A tensor operand's value, or a Python scalar as a 0-d parameter of ``node``'s
-        dtype named after the node and the operand's ``role``."""
+    def operand(self, arg: Any, node: fx.Node, role: str, like: str | None = None) -> str:
+        """A tensor operand's value, or a Python scalar as a 0-d parameter named after the
+        node and the operand's ``role``, of the dtype of the value ``like`` where given (a
+        comparison's scalar is compared in its tensor's dtype, the result being bool), else
+        of ``node``'s."""
         if isinstance(arg, fx.Node):
             return self.value(arg)
-        dtype = meta_type(node)[1]
+        dtype = meta_type(node)[1] if like is None else self.builder.type_of(like).dtype
         return self.builder.param(self.builder.fresh(f"{node.name}.{role}"), np.array(arg, dtype))
 
     def add(self, node: fx.Node, op: Op, inputs: Sequence[str], attrs: Any = None) -> str:

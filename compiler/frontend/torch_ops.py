@@ -207,10 +207,9 @@ def _adaptive_cells(
     for i in range(oh):
         cells = []
         for j in range(ow):
-            starts, stops = [0] * rank, list(shape)
-            starts[-2], stops[-2] = (i * h) // oh, -(-((i + 1) * h) // oh)
-            starts[-1], stops[-1] = (j * w) // ow, -(-((j + 1) * w) // ow)
-            bounds = SliceAttrs(tuple(starts), tuple(stops), (1,) * rank)
+            window_h = ((i * h) // oh, -(-((i + 1) * h) // oh))
+            window_w = ((j * w) // ow, -(-((j + 1) * w) // ow))
+            bounds = SliceAttrs.along(shape, {rank - 2: window_h, rank - 1: window_w})
             window = b.add1(Op.SLICE, [x], bounds, name=b.fresh(f"{node.name}.window"))
             mean = ReduceAttrs((rank - 2, rank - 1), True)
             cells.append(b.add1(Op.REDUCE_MEAN, [window], mean, name=b.fresh(f"{node.name}.cell")))
@@ -364,19 +363,10 @@ def _rsqrt(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     return imp.add(node, Op.RECIPROCAL, [root])
 
 
-def _operand_like(imp: TorchImport, node: fx.Node, arg: Any, like: str, role: str) -> str:
-    """A tensor operand's value, or a Python scalar as a 0-d parameter of ``like``'s dtype
-    (not the node's: a comparison's result is bool)."""
-    if isinstance(arg, fx.Node):
-        return imp.value(arg)
-    dtype = imp.builder.type_of(like).dtype
-    return imp.builder.param(imp.builder.fresh(f"{node.name}.{role}"), np.array(arg, dtype))
-
-
 def _pair_of(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> list[str]:
     """``self`` and ``other`` as values, a scalar ``other`` in ``self``'s dtype."""
     a = imp.value(args["self"])
-    return [a, _operand_like(imp, node, args["other"], a, "other")]
+    return [a, imp.operand(args["other"], node, "other", like=a)]
 
 
 def _elementwise(op: Op) -> Converter:
@@ -440,7 +430,7 @@ def _div(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
 @converts("pow.Tensor_Scalar", "pow.Tensor_Tensor", emits=[Op.POW])
 def _pow(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     base = imp.value(args["self"])
-    exponent = _operand_like(imp, node, args["exponent"], base, "exponent")
+    exponent = imp.operand(args["exponent"], node, "exponent", like=base)
     return imp.add(node, Op.POW, [base, exponent])
 
 
@@ -453,7 +443,7 @@ def _where(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
 @converts("masked_fill.Scalar", "masked_fill.Tensor", emits=[Op.WHERE])
 def _masked_fill(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     x = imp.value(args["self"])
-    fill = _operand_like(imp, node, args["value"], x, "value")
+    fill = imp.operand(args["value"], node, "value", like=x)
     return imp.add(node, Op.WHERE, [imp.value(args["mask"]), fill, x])
 
 

@@ -80,14 +80,6 @@ def _select(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- slices
-def _bounds(shape: Sequence[int], axis: int, start: int, stop: int, step: int = 1) -> SliceAttrs:
-    """The SLICE record of ``start:stop:step`` (resolved, ``step`` positive) along ``axis``,
-    every other axis whole."""
-    starts, stops, steps = [0] * len(shape), list(shape), [1] * len(shape)
-    starts[axis], stops[axis], steps[axis] = start, stop, step
-    return SliceAttrs(tuple(starts), tuple(stops), tuple(steps))
-
-
 @converts("slice.Tensor", emits=[Op.SLICE])
 def _slice(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     shape = _shape(imp, args["self"])
@@ -96,7 +88,7 @@ def _slice(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
     if step <= 0:
         raise unsupported(node, f"step {step} is not supported (positive steps only)")
     start, stop, _ = slice(args["start"], args["end"], step).indices(shape[axis])
-    attrs = _bounds(shape, axis, start, max(stop, start))
+    attrs = SliceAttrs.along(shape, {axis: (start, max(stop, start))})
     if step != 1:
         attrs = SliceAttrs(
             attrs.starts, attrs.stops, tuple(step if i == axis else 1 for i in range(len(shape)))
@@ -117,7 +109,7 @@ def _split(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> tuple[str, 
     for k, part in enumerate(parts):
         size = int(part.shape[axis])
         name = imp.builder.fresh(f"{node.name}.{k}")
-        attrs = _bounds(shape, axis, start, start + size)
+        attrs = SliceAttrs.along(shape, {axis: (start, start + size)})
         values.append(imp.builder.add1(Op.SLICE, [imp.value(args["self"])], attrs, name=name))
         start += size
     return tuple(values)
@@ -135,7 +127,7 @@ def _unbind(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> tuple[str,
         piece = imp.builder.add1(
             Op.SLICE,
             [imp.value(args["self"])],
-            _bounds(shape, axis, k, k + 1),
+            SliceAttrs.along(shape, {axis: (k, k + 1)}),
             name=f"{name}.slice",
         )
         values.append(imp.builder.add1(Op.RESHAPE, [piece], part, name=name))
@@ -157,8 +149,8 @@ def _roll(imp: TorchImport, node: fx.Node, args: dict[str, Any]) -> str:
         if cut == 0:
             continue
         name = imp.builder.fresh(f"{node.name}.{k}")
-        tail = _bounds(shape, axis, cut, shape[axis])
-        head = _bounds(shape, axis, 0, cut)
+        tail = SliceAttrs.along(shape, {axis: (cut, shape[axis])})
+        head = SliceAttrs.along(shape, {axis: (0, cut)})
         parts = [
             imp.builder.add1(Op.SLICE, [value], tail, name=f"{name}.tail"),
             imp.builder.add1(Op.SLICE, [value], head, name=f"{name}.head"),

@@ -68,12 +68,11 @@ def _split(builder: GraphBuilder, graph: Graph, node: Node, span: int) -> None:
     out_per_group = weights.shape[0] // node.attrs.groups
     pieces = []
     for k in range(-(-shape[1] // span)):
-        starts, stops = [0] * len(shape), list(shape)
-        starts[1], stops[1] = k * span, min((k + 1) * span, shape[1])
-        bounds = SliceAttrs(tuple(starts), tuple(stops), (1,) * len(shape))
+        start, stop = k * span, min((k + 1) * span, shape[1])
+        bounds = SliceAttrs.along(shape, {1: (start, stop)})
         part = builder.add1(Op.SLICE, [x], bounds, name=builder.fresh(f"{node.name}.in{k}"))
-        groups = (stops[1] - starts[1]) // in_per_group
-        first = starts[1] // in_per_group * out_per_group
+        groups = (stop - start) // in_per_group
+        first = start // in_per_group * out_per_group
         rows = slice(first, first + groups * out_per_group)
         inputs = [part, builder.param(builder.fresh(f"{node.inputs[1]}.part{k}"), weights[rows])]
         if bias is not None:

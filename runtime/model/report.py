@@ -96,6 +96,43 @@ class ModelReport:
             "macs_cpu": self.macs["cpu"],
         }
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The per-step table as data (one row per step: where it ran, its cycles, bytes and
+        host time), then a total row with the end-to-end latency: the accelerator's time at
+        its clock plus the CPU steps' host time (None on a level without time)."""
+        total = self.summary()
+        rows = [
+            {
+                "step": step.node,
+                "op": step.op,
+                "device": step.device,
+                "kernel": step.kernel,
+                "cycles": step.cycles,
+                "utilisation": step.utilisation,
+                "dram_bytes": step.dram_bytes,
+                "macs": step.macs,
+                "host_ms": 1e3 * step.wall_seconds,
+                "latency_ms": None,
+            }
+            for step in self.steps
+        ]
+        accel_ms = total["accel_ms"]
+        rows.append(
+            {
+                "step": "(total)",
+                "op": "",
+                "device": self.device,
+                "kernel": "",
+                "cycles": total["cycles"],
+                "utilisation": total["gemm_utilisation"],
+                "dram_bytes": total["dram_bytes"],
+                "macs": total["macs_accel"] + total["macs_cpu"],
+                "host_ms": total["cpu_ms"],
+                "latency_ms": None if accel_ms is None else accel_ms + total["cpu_ms"],
+            }
+        )
+        return rows
+
     def table(self) -> str:
         """The per-step table and the totals as aligned text."""
         head = f"{'step':<28} {'op':<15} {'on':<11} {'cycles':>11} {'util':>6} {'DRAM MB':>8}"

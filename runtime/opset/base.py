@@ -42,6 +42,7 @@ __all__ = [
     "TensorType",
     "broadcast",
     "check_definition",
+    "f32",
     "kernel_kwargs",
     "need",
     "resolve_axis",
@@ -58,6 +59,11 @@ class OperatorError(VtaforgeError, ValueError):
 
 class OperandError(OperatorError):
     """A type rule's complaint about the operands it was given (the compiler adds the node)."""
+
+
+def f32(array: np.ndarray) -> np.ndarray:
+    """``array`` as float32 (itself where it is already)."""
+    return np.asarray(array, dtype=np.float32)
 
 
 def need(condition: bool, message: str) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import Operator, same_dtype
+from runtime.opset.base import Operator, f32, same_dtype
 
 __all__ = [
     "Ceil",
@@ -34,10 +34,6 @@ __all__ = [
 _F32 = np.float32
 
 
-def _f32(array: np.ndarray) -> np.ndarray:
-    return np.asarray(array, dtype=_F32)
-
-
 class _Unary(Operator):
     """A float operator of one operand, keeping its shape."""
 
@@ -53,7 +49,7 @@ class Relu(_Unary):
 
     @staticmethod
     def kernel(x):
-        return np.maximum(_f32(x), _F32(0))
+        return np.maximum(f32(x), _F32(0))
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ class Clip(_Unary):
 
     @staticmethod
     def kernel(x, *, lo, hi):
-        return np.minimum(np.maximum(_f32(x), _F32(lo)), _F32(hi))
+        return np.minimum(np.maximum(f32(x), _F32(lo)), _F32(hi))
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,7 @@ class LeakyRelu(_Unary):
 
     @staticmethod
     def kernel(x, *, alpha):
-        x = _f32(x)
+        x = f32(x)
         return np.where(x >= 0, x, x * _F32(alpha))
 
 
@@ -98,7 +94,7 @@ class Sigmoid(_Unary):
 
     @staticmethod
     def kernel(x):
-        x = _f32(x)
+        x = f32(x)
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -137,7 +133,7 @@ def _unary(name: str, member: str, function, doc: str) -> type[Operator]:
     """A float operator ``function`` of one operand, registered as ``name``."""
 
     def kernel(x):
-        return np.asarray(function(_f32(x)), _F32)
+        return np.asarray(function(f32(x)), _F32)
 
     return type(
         name,

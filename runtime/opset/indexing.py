@@ -15,6 +15,7 @@ a run can see, a Gather index out of range in a computed (not constant) index te
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,15 @@ class SliceAttrs:
     starts: tuple[int, ...]
     stops: tuple[int, ...]
     steps: tuple[int, ...]
+
+    @classmethod
+    def along(cls, shape: Sequence[int], bounds: Mapping[int, tuple[int, int]]) -> SliceAttrs:
+        """The record taking ``start:stop`` (step 1) along each axis of ``bounds``, every
+        other axis of ``shape`` whole."""
+        starts, stops = [0] * len(shape), list(shape)
+        for axis, (start, stop) in bounds.items():
+            starts[axis], stops[axis] = start, stop
+        return cls(tuple(starts), tuple(stops), (1,) * len(shape))
 
 
 def _slice(start: int, stop: int, step: int) -> slice:

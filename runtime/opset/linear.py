@@ -17,6 +17,7 @@ from runtime.opset.base import (
     Origin,
     TensorType,
     broadcast,
+    f32,
     need,
     same_dtype,
 )
@@ -36,10 +37,6 @@ __all__ = [
 ]
 
 _F32 = np.float32
-
-
-def _f32(array: np.ndarray) -> np.ndarray:
-    return np.asarray(array, dtype=_F32)
 
 
 @dataclass(frozen=True)
@@ -93,14 +90,14 @@ class Conv(Operator):
         """By im2col: one batched matrix product per group."""
         n = x.shape[0]
         m, cg, kh, kw = w.shape
-        windows = conv_windows(_f32(x), (kh, kw), strides, pads, dilations, 0.0)
+        windows = conv_windows(f32(x), (kh, kw), strides, pads, dilations, 0.0)
         oh, ow = windows.shape[2:4]
         # (N, C, OH, OW, KH, KW) -> (N, G, C/G * KH*KW, OH*OW), matching OIHW's (O, C/G, KH, KW)
         cols = windows.transpose(0, 1, 4, 5, 2, 3).reshape(n, groups, cg * kh * kw, oh * ow)
-        weights = _f32(w).reshape(groups, m // groups, cg * kh * kw)
+        weights = f32(w).reshape(groups, m // groups, cg * kh * kw)
         y = np.matmul(weights, cols).reshape(n, m, oh, ow)
         if b is not None:
-            y += _f32(b).reshape(1, m, 1, 1)
+            y += f32(b).reshape(1, m, 1, 1)
         return y
 
     @staticmethod
@@ -139,13 +136,13 @@ class Gemm(Operator):
 
     @staticmethod
     def kernel(a, b, c=None, *, alpha, beta, trans_a, trans_b):
-        a = _f32(a).T if trans_a else _f32(a)
-        b = _f32(b).T if trans_b else _f32(b)
+        a = f32(a).T if trans_a else f32(a)
+        b = f32(b).T if trans_b else f32(b)
         y = a @ b
         if alpha != 1.0:
             y *= _F32(alpha)
         if c is not None:
-            y += _F32(beta) * _f32(c)
+            y += _F32(beta) * f32(c)
         return y
 
     @staticmethod
@@ -178,7 +175,7 @@ class MatMul(Operator):
 
     @staticmethod
     def kernel(a, b):
-        return np.matmul(_f32(a), _f32(b))
+        return np.matmul(f32(a), f32(b))
 
     @staticmethod
     def macs(attrs, inputs, outputs):

@@ -11,6 +11,7 @@ from runtime.opset.base import (
     Operator,
     TensorType,
     broadcast,
+    f32,
     need,
     resolve_axis,
     same_dtype,
@@ -25,10 +26,6 @@ __all__ = [
 ]
 
 _F32 = np.float32
-
-
-def _f32(array: np.ndarray) -> np.ndarray:
-    return np.asarray(array, dtype=_F32)
 
 
 @dataclass(frozen=True)
@@ -56,9 +53,9 @@ class BatchNormalization(Operator):
     @staticmethod
     def kernel(x, scale, bias, mean, var, *, epsilon):
         shape = (1, -1) + (1,) * (x.ndim - 2)
-        factor = _f32(scale) / np.sqrt(_f32(var) + _F32(epsilon))
-        shift = _f32(bias) - _f32(mean) * factor
-        return _f32(x) * factor.reshape(shape) + shift.reshape(shape)
+        factor = f32(scale) / np.sqrt(f32(var) + _F32(epsilon))
+        shift = f32(bias) - f32(mean) * factor
+        return f32(x) * factor.reshape(shape) + shift.reshape(shape)
 
 
 class Softmax(Operator):
@@ -76,7 +73,7 @@ class Softmax(Operator):
 
     @staticmethod
     def kernel(x, *, axis):
-        x = _f32(x)
+        x = f32(x)
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
 
@@ -113,10 +110,10 @@ class LayerNormalization(Operator):
 
     @staticmethod
     def kernel(x, scale, bias=None, *, axis, epsilon):
-        x = _f32(x)
+        x = f32(x)
         axes = tuple(range(axis, x.ndim))
         mean = x.mean(axis=axes, keepdims=True, dtype=_F32)
         centred = x - mean
         var = (centred * centred).mean(axis=axes, keepdims=True, dtype=_F32)
-        y = centred / np.sqrt(var + _F32(epsilon)) * _f32(scale)
-        return y if bias is None else y + _f32(bias)
+        y = centred / np.sqrt(var + _F32(epsilon)) * f32(scale)
+        return y if bias is None else y + f32(bias)
