@@ -48,7 +48,10 @@ class AccelOp:
     it with the knobs ``config`` (the template's defaults); ``constants`` maps the placeholders
     of constant operands (by position) to their packed arrays; the output placeholder comes from
     the template; ``lowered`` is its accelerator loop IR (set by :func:`accel_op`), which only
-    needs the DRAM addresses to become a program."""
+    needs the DRAM addresses to become a program; ``runtime_weights`` are the positions of
+    operands computed at run time that the template reads as weights (the planner packs them
+    into weight blocks with a CPU ``PackWeights`` step; every other operand that is not a
+    constant is an activation in the blocked layout)."""
 
     node: str
     template: Template
@@ -57,6 +60,7 @@ class AccelOp:
     constants: dict[int, np.ndarray]
     config: dict[str, Any] = field(default_factory=dict)
     lowered: LoweredFunc | None = None
+    runtime_weights: frozenset[int] = frozenset()
 
     def declare(self, env: Env) -> tuple[Schedule, Tensor]:
         """The node's schedule and output tensor."""
@@ -199,18 +203,60 @@ def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
 
 @_template(Op.QDENSE)
 def _dense(env: Env, graph: Graph, node: Node) -> AccelOp:
-    a = node.attrs
     w = graph.params[node.inputs[1]]
     data = _activation(env, graph, node.inputs[0], "data")
     packed_w = pack_oihw(w.reshape(*w.shape, 1, 1), env)[:, :, 0, 0]
     weight = placeholder(packed_w.shape, env.wgt_dtype, "weight")
-    holders, constants = [data, weight], {1: np.ascontiguousarray(packed_w)}
+    return _dense_op(env, graph, node, data, weight, {1: np.ascontiguousarray(packed_w)})
+
+
+def _dense_op(
+    env: Env,
+    graph: Graph,
+    node: Node,
+    data: Tensor,
+    weight: Tensor,
+    constants: dict[int, np.ndarray],
+    runtime_weights: frozenset[int] = frozenset(),
+) -> AccelOp:
+    """The dense template over ``data`` and ``weight`` (4-D, or 5-D batched), with the node's
+    bias (``[N]``, input 2, when present) and requantisation."""
+    a = node.attrs
+    holders = [data, weight]
     if len(node.inputs) == 3:
         packed_b = pack_bias(graph.params[node.inputs[2]], env)[:, :, 0, 0]
         holders.append(placeholder(packed_b.shape, env.acc_dtype, "bias"))
-        constants[2] = np.ascontiguousarray(packed_b)
+        constants = {**constants, 2: np.ascontiguousarray(packed_b)}
     params = dict(shift=a.shift, lo=a.lo, hi=a.hi, bias_first=True)
-    return AccelOp(node.name, DENSE, tuple(holders), params, constants)
+    return AccelOp(
+        node.name, DENSE, tuple(holders), params, constants, runtime_weights=runtime_weights
+    )
+
+
+@_template(
+    Op.QBATCH_MATMUL,
+    Requirement(
+        "each group's rows a multiple of BATCH",
+        lambda env, graph, node: (
+            (graph.types[node.inputs[0]].shape[0] // graph.types[node.inputs[1]].shape[0])
+            % env.BATCH
+            == 0
+        ),
+        lambda node: "a group's rows are not whole batch blocks",
+    ),
+)
+def _batch_matmul(env: Env, graph: Graph, node: Node) -> AccelOp:
+    """Group ``g``'s rows (stacked in the blocked layout of the ``[G*M, K]`` rows, the same
+    bytes as ``G`` packed ``[M, K]`` matrices) by its matrix, packed at run time into weight
+    blocks: the batched dense template, one program for all groups."""
+    rows, depth = graph.types[node.inputs[0]].shape
+    groups, _, columns = graph.types[node.inputs[1]].shape
+    k_blocks = -(-depth // env.BLOCK_IN)
+    data_shape = (groups, rows // groups // env.BATCH, k_blocks, env.BATCH, env.BLOCK_IN)
+    data = placeholder(data_shape, env.inp_dtype, "data")
+    weight_shape = (groups, -(-columns // env.BLOCK_OUT), k_blocks, env.BLOCK_OUT, env.BLOCK_IN)
+    weight = placeholder(weight_shape, env.wgt_dtype, "weight")
+    return _dense_op(env, graph, node, data, weight, {}, frozenset({1}))
 
 
 @_template(

@@ -1,12 +1,12 @@
 """CPU steps compiled by the LLVM backend into shared libraries.
 
 The steps that connect the host's float world to the accelerator (``QuantizeLinear``,
-``DequantizeLinear``, ``Pack`` and ``Unpack``) are declared as tensor expressions, scheduled
-(the innermost axis vectorised), compiled for the CPU ``target`` and linked into a shared
-library that the saved model carries; ``runtime`` calls it through ctypes, with one pointer per
-input, then the output, into the model's DRAM image. Each expression is the numpy kernel's
-arithmetic exactly (float32 division, rounding half to even, saturation), so both give the same
-bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.opset`).
+``DequantizeLinear``, ``Pack``, ``Unpack`` and ``PackWeights``) are declared as tensor
+expressions, scheduled (the innermost axis vectorised), compiled for the CPU ``target`` and
+linked into a shared library that the saved model carries; ``runtime`` calls it through ctypes,
+with one pointer per input, then the output, into the model's DRAM image. Each expression is
+the numpy kernel's arithmetic exactly (float32 division, rounding half to even, saturation), so
+both give the same bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.opset`).
 """
 
 from __future__ import annotations
@@ -69,12 +69,25 @@ def _unpack(x: Tensor, out: TensorSlot, *, batch: int, block: int, channels: int
     )
 
 
+def _pack_weights(w: Tensor, out: TensorSlot, *, block: int) -> Tensor:
+    depth, columns = w.shape[1:]
+
+    def value(g, n, k, i, j):
+        row, column = k * block + j, n * block + i
+        inside = te.all_of(row < depth, column < columns)
+        read = w(g, te.if_then_else(inside, row, 0), te.if_then_else(inside, column, 0))
+        return te.if_then_else(inside, read, te.const(0, out.dtype))
+
+    return te.compute(out.shape, value, name="packed_weights")
+
+
 #: The CPU steps compiled into libraries, by operator name.
 LIBRARY_OPS: dict[str, Callable[..., Tensor]] = {
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
     "Pack": _pack,
     "Unpack": _unpack,
+    "PackWeights": _pack_weights,
 }
 
 

@@ -3,7 +3,9 @@
 Layouts (``pack_layout``): a value an accelerator node reads or writes lives in the blocked
 layout ``(N/BATCH, C/BLOCK, H, W, BATCH, BLOCK)`` (channels padded with zeros); CPU nodes read
 and write numpy's plain layout. Where a value crosses, a CPU ``Pack`` or ``Unpack`` step
-converts it, once; constant operands of accelerator nodes are packed here, at compile time. A
+converts it, once; constant operands of accelerator nodes are packed here, at compile time;
+matrices computed at run time that an accelerator node reads as weights (a batched product's
+right operand) are packed into weight blocks by a CPU ``PackWeights`` step. A
 view (an int8 flatten of ``(N, C, 1, 1)``) shares its input's bytes; a concatenation view is a
 layout decision: each input is a slice of the output's buffer, which its producer writes.
 
@@ -25,7 +27,7 @@ from compiler.model.accel_ops import AccelOp, packed_shape
 from compiler.model.partition import ACCEL, VIEW, Partition
 from isa import MemId
 from runtime.model import TensorSlot
-from runtime.opset import kernel_kwargs
+from runtime.opset import OPERATORS, PackWeightsAttrs, kernel_kwargs
 
 __all__ = ["Plan", "PlannedStep", "node_macs", "plan_model"]
 
@@ -82,6 +84,7 @@ class _Layouts:
         self.slots: dict[str, tuple[tuple[int, ...], str, str]] = {}  # name -> shape, dtype, layout
         self.plain: dict[str, str] = {}
         self.packed: dict[str, str] = {}
+        self.weights: dict[str, str] = {}
         #: slot -> (the slot whose bytes it shares, its byte offset there)
         self.aliases: dict[str, tuple[str, int]] = {}
         self.steps: list[PlannedStep] = []
@@ -125,6 +128,29 @@ class _Layouts:
         shape = packed_shape(self.env, ty.shape)
         return self.slot(self.packed, value, f"{value}:packed", shape, ty.dtype, "packed")
 
+    def weights_of(self, value: str) -> str:
+        """``value`` (matrices ``[G, K, N]``) packed into weight blocks, by a CPU step."""
+        if value not in self.weights:
+            source = self.plain_of(value)
+            ty = self.graph.types[value]
+            attrs = {"block": self.env.BLOCK_OUT}
+            shape = OPERATORS["PackWeights"].infer(PackWeightsAttrs(**attrs), [ty], [None])[0]
+            name = self.slot(
+                self.weights, value, f"{value}:weights", shape.shape, ty.dtype, "packed"
+            )
+            self.steps.append(
+                PlannedStep(f"pack_weights_{value}", "PackWeights", (source,), (name,), attrs)
+            )
+        return self.weights[value]
+
+    def operand(self, node: Node, index: int, op: AccelOp) -> str:
+        """The slot from which accelerator operator ``op`` reads ``node``'s input ``index``."""
+        if index in op.constants:
+            return self.constant(node, index, op.constants[index])
+        if index in op.runtime_weights:
+            return self.weights_of(node.inputs[index])
+        return self.packed_of(node.inputs[index])
+
     def constant(self, node: Node, index: int, array: np.ndarray) -> str:
         name = f"{node.inputs[index]}:packed"
         if name not in self.constants:
@@ -164,12 +190,7 @@ def plan_model(graph: Graph, partition: Partition, env: Env) -> Plan:
         macs = node_macs(graph, node)
         if device == ACCEL:
             op = placement.accel
-            inputs = tuple(
-                layouts.constant(node, k, op.constants[k])
-                if k in op.constants
-                else layouts.packed_of(value)
-                for k, value in enumerate(node.inputs)
-            )
+            inputs = tuple(layouts.operand(node, k, op) for k in range(len(node.inputs)))
             out = layouts.packed_output(node.outputs[0])
             layouts.steps.append(
                 PlannedStep(node.name, node.op.value, inputs, (out,), accel=op, macs=macs)

@@ -66,10 +66,10 @@ def _onnx_converters() -> dict[Op, list[str]]:
 
 def _quantize(op: Op) -> str:
     if op in QUANTIZE_RULES:
-        return f"-> {QUANTIZE_RULES[op].produces.value}"
+        return "-> " + ", ".join(o.value for o in QUANTIZE_RULES[op].produces)
     if op in PASS_THROUGH:
         return "int8 through"
-    sources = [r.op.value for r in QUANTIZE_RULES.values() if r.produces is op]
+    sources = [r.op.value for r in QUANTIZE_RULES.values() if op in r.produces]
     return f"from {', '.join(sources)}" if sources else ""
 
 

@@ -38,7 +38,7 @@ from runtime.opset.base import (
     kernel_kwargs,
 )
 from runtime.opset.elementwise import ClipAttrs, LeakyReluAttrs
-from runtime.opset.layout import PackAttrs, pack, unpack
+from runtime.opset.layout import PackAttrs, PackWeightsAttrs, pack, pack_weights, unpack
 from runtime.opset.linear import ConvAttrs, GemmAttrs, QConvAttrs, QDenseAttrs
 from runtime.opset.movement import PadAttrs, ReshapeAttrs, TransposeAttrs
 from runtime.opset.normalization import BatchNormAttrs, LayerNormAttrs
@@ -63,6 +63,7 @@ __all__ = [
     "OperatorError",
     "Origin",
     "PackAttrs",
+    "PackWeightsAttrs",
     "PadAttrs",
     "PoolAttrs",
     "QAddAttrs",
@@ -76,5 +77,6 @@ __all__ = [
     "broadcast",
     "kernel_kwargs",
     "pack",
+    "pack_weights",
     "unpack",
 ]

@@ -1,6 +1,7 @@
 """The layout changes between numpy's plain NCHW (or NC) and the accelerator's blocked layout
 ``(N/batch, C/block, H, W, batch, block)``, which the model planner inserts where a value
-crosses between the CPU and the accelerator."""
+crosses between the CPU and the accelerator; and the packing of matrices computed at run time
+into the weight buffer's blocks (the right operands of a batched product on the GEMM core)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ import numpy as np
 
 from runtime.opset.base import Operator, Origin, TensorType, need
 
-__all__ = ["Pack", "PackAttrs", "Unpack", "pack", "unpack"]
+__all__ = [
+    "Pack",
+    "PackAttrs",
+    "PackWeights",
+    "PackWeightsAttrs",
+    "Unpack",
+    "pack",
+    "pack_weights",
+    "unpack",
+]
 
 
 @dataclass(frozen=True)
@@ -84,3 +94,39 @@ class Unpack(Operator):
         return [TensorType(shape, inputs[0].dtype)]
 
     kernel = staticmethod(unpack)
+
+
+@dataclass(frozen=True)
+class PackWeightsAttrs:
+    """The weight blocks' size (``block`` x ``block``)."""
+
+    block: int
+
+
+def pack_weights(w: np.ndarray, *, block: int) -> np.ndarray:
+    """Matrices ``[G, K, N]`` as the weight blocks of their transposes, ``(G, N/block,
+    K/block, block, block)``: block ``[g, n, k]`` holds ``w[g, k*block + j, n*block + i]`` at
+    ``[i, j]``, both axes padded with zeros to whole blocks."""
+    groups, depth, columns = w.shape
+    kb, nb = -(-depth // block), -(-columns // block)
+    padded = np.zeros((groups, nb * block, kb * block), w.dtype)
+    padded[:, :columns, :depth] = w.transpose(0, 2, 1)
+    blocks = padded.reshape(groups, nb, block, kb, block).transpose(0, 1, 3, 2, 4)
+    return np.ascontiguousarray(blocks)
+
+
+class PackWeights(Operator):
+    name = "PackWeights"
+    member = "PACK_WEIGHTS"
+    origin = Origin.LAYOUT
+    Attrs = PackWeightsAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        need(attrs.block >= 1, f"block {attrs.block}")
+        need(len(inputs[0].shape) == 3, "needs matrices [G, K, N]")
+        groups, depth, columns = inputs[0].shape
+        blocks = (-(-columns // attrs.block), -(-depth // attrs.block))
+        return [TensorType((groups, *blocks, attrs.block, attrs.block), inputs[0].dtype)]
+
+    kernel = staticmethod(pack_weights)

@@ -30,6 +30,7 @@ __all__ = [
     "Gemm",
     "GemmAttrs",
     "MatMul",
+    "QBatchMatMul",
     "QConv",
     "QConvAttrs",
     "QDense",
@@ -244,7 +245,7 @@ class QConv(Operator):
 @dataclass(frozen=True)
 class QDenseAttrs:
     """Integer dense layer ``clip((x @ w.T + bias) >> shift, lo, hi)`` as int8 (the bias as
-    :class:`QConvAttrs`'s)."""
+    :class:`QConvAttrs`'s); also the requantisation of :class:`QBatchMatMul`."""
 
     shift: int
     lo: int = -128
@@ -270,6 +271,37 @@ class QDense(Operator):
     @staticmethod
     def kernel(x, w, bias=None, *, shift, lo=-128, hi=127):
         return requantize(product(x, w.T), bias, shift, lo, hi)
+
+    @staticmethod
+    def macs(attrs, inputs, outputs):
+        return outputs[0].size * inputs[0].shape[1]
+
+
+class QBatchMatMul(Operator):
+    """A batched integer matrix product of two activations (attention's ``Q @ K^T`` and
+    ``P @ V``): ``x`` holds the ``[M, K]`` rows of ``G`` groups stacked, ``[G*M, K]``; ``w`` is
+    ``[G, K, N]``; group ``g``'s rows of the output ``[G*M, N]`` are
+    ``clip((x_g @ w_g + bias) >> shift, lo, hi)`` as int8 (``bias`` ``[N]``, shared)."""
+
+    name = "QBatchMatMul"
+    member = "QBATCH_MATMUL"
+    origin = Origin.QUANTIZED
+    Attrs = QDenseAttrs
+    arity = (2, 3)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        x, w = inputs[0].shape, inputs[1].shape
+        need(inputs[0].dtype == inputs[1].dtype == "int8", "needs int8 operands")
+        need(len(x) == 2 and len(w) == 3 and x[1] == w[1], "needs x[G*M, K] and w[G, K, N]")
+        need(w[0] >= 1 and x[0] % w[0] == 0, f"{x[0]} rows are not {w[0]} groups of rows")
+        return [TensorType((x[0], w[2]), "int8")]
+
+    @staticmethod
+    def kernel(x, w, bias=None, *, shift, lo=-128, hi=127):
+        groups, depth, columns = w.shape
+        acc = product(x.reshape(groups, -1, depth), w).reshape(-1, columns)
+        return requantize(acc, bias, shift, lo, hi)
 
     @staticmethod
     def macs(attrs, inputs, outputs):

@@ -7,10 +7,16 @@ bias, lo, hi)`` as int8 (the bias before the shift with ``bias_first``). The sch
 ``dense_packed`` (the blocked GEMM tutorial): output tiles of ``tile_b`` batch blocks x
 ``tile_co`` channel blocks, the reduction in steps of ``tile_ci`` blocks, virtual threads over
 channel tiles (``oc_threads``).
+
+Batched (a batched matrix product, as attention's two): data, weights and output carry one more,
+leading axis of ``G`` groups, ``(G, N/BATCH, ...)`` and ``(G, CO/BLOCK_OUT, ...)``, and group
+``g`` of the output is the dense layer of group ``g``'s data by group ``g``'s weights (the bias
+shared); the groups are an outer loop around the same schedule.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +30,7 @@ from compiler.accel.ops._common import (
     schedule_epilogue,
 )
 from compiler.errors import CompileError
+from compiler.expr import Expr
 from compiler.ops.knobs import Config, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
@@ -34,21 +41,28 @@ __all__ = ["DENSE"]
 
 @dataclass(frozen=True)
 class _Shape:
+    groups: tuple[int, ...]  # () for a dense layer, (G,) for a batched product
     batch: int  # batch blocks
     ci: int
     co: int
 
 
 def _shape(env: Env, data: Tensor, weight: Tensor) -> _Shape:
-    if data.ndim != 4 or weight.ndim != 4:
-        raise CompileError("data and weight must be 4-D packed tensors", op="dense")
-    n, ci, b, bi = data.shape
-    co, wci, bo, wbi = weight.shape
+    if data.ndim not in (4, 5) or weight.ndim != data.ndim:
+        raise CompileError(
+            "data and weight must be 4-D packed tensors (5-D, with a leading group axis, "
+            "both, for a batched product)",
+            op="dense",
+        )
+    *groups, n, ci, b, bi = data.shape
+    *wgroups, co, wci, bo, wbi = weight.shape
     if (b, bi, bo, wbi) != (env.BATCH, env.BLOCK_IN, env.BLOCK_OUT, env.BLOCK_IN):
         raise CompileError("the blocks are not the accelerator's", op="dense")
     if wci != ci:
         raise CompileError(f"weight has {wci} input blocks, data {ci}", op="dense")
-    return _Shape(n, ci, co)
+    if wgroups != groups:
+        raise CompileError(f"weight has groups {wgroups}, data {groups}", op="dense")
+    return _Shape(tuple(groups), n, ci, co)
 
 
 def _check(env: Env, g: _Shape, config: Config) -> None:
@@ -72,7 +86,7 @@ def _check(env: Env, g: _Shape, config: Config) -> None:
 
 def _cycles(env: Env, g: _Shape, config: Config) -> float:
     cfg = env.cfg
-    tiles = (g.batch // config["tile_b"]) * (g.co // config["tile_co"])
+    tiles = math.prod(g.groups) * (g.batch // config["tile_b"]) * (g.co // config["tile_co"])
     steps = g.ci // config["tile_ci"]
     gemm = config["tile_b"] * config["tile_co"] * config["tile_ci"] + 20
     load = (
@@ -112,24 +126,25 @@ def _declare(
     _check(env, g, cfg)
     ic = te.reduce_axis((0, g.ci), name="ic")
     ici = te.reduce_axis((0, env.BLOCK_IN), name="ic_tns")
-    out_shape = (g.batch, g.co, env.BATCH, env.BLOCK_OUT)
-    gemm = te.compute(
-        out_shape,
-        lambda n, co, b, c: te.sum(
-            data[n, ic, b, ici].astype(env.acc_dtype)
-            * weight[co, ic, c, ici].astype(env.acc_dtype),
+    out_shape = (*g.groups, g.batch, g.co, env.BATCH, env.BLOCK_OUT)
+
+    def gemm_at(*axes: Expr) -> Expr:
+        *group, n, co, b, c = axes
+        return te.sum(
+            data[*group, n, ic, b, ici].astype(env.acc_dtype)
+            * weight[*group, co, ic, c, ici].astype(env.acc_dtype),
             axis=[ic, ici],
-        ),
-        name="res_gemm",
-    )
+        )
+
+    gemm = te.compute(out_shape, gemm_at, name="res_gemm")
     stages, res = requantize(
-        env, gemm, bias, lambda n, co, b, c: (0, co, b, c), shift, lo, hi, bias_first
+        env, gemm, bias, lambda *axes: (0, *axes[-3:]), shift, lo, hi, bias_first
     )
     s = create_schedule(res.op)
-    n, co, b, c = s[res].op.axis
+    *group, n, co, b, c = s[res].op.axis
     n_o, n_i = s[res].split(n, factor=cfg["tile_b"])
     co_o, co_i = s[res].split(co, factor=cfg["tile_co"])
-    s[res].reorder(n_o, co_o, n_i, co_i, b, c)
+    s[res].reorder(*group, n_o, co_o, n_i, co_i, b, c)
     if cfg["oc_threads"] > 1:
         co_o, thread = s[res].split(co_o, factor=cfg["oc_threads"])
         s[res].reorder(thread, n_o)
@@ -138,9 +153,9 @@ def _declare(
     s[gemm].set_scope(env.acc_scope)
     s[gemm].compute_at(s[res], co_o)
     schedule_epilogue(env, s, stages, res, bias, co_o, co_o)
-    gn, gco, gb, gc = s[gemm].op.axis
+    *ggroup, gn, gco, gb, gc = s[gemm].op.axis
     ic_o, ic_i = s[gemm].split(ic, factor=cfg["tile_ci"])
-    s[gemm].reorder(ic_o, gn, gco, ic_i, gb, gc, ici)
+    s[gemm].reorder(ic_o, *ggroup, gn, gco, ic_i, gb, gc, ici)
     s[gemm].tensorize(gb, env.gemm)
     for tensor, scope in ((data, env.inp_scope), (weight, env.wgt_scope)):
         cached = s.cache_read(tensor, scope, [gemm])
@@ -149,5 +164,5 @@ def _declare(
     return s, res
 
 
-#: ``DENSE(data, weight, bias, env=env, shift=..., config=...)``.
+#: ``DENSE(data, weight, bias, env=env, shift=..., config=...)`` (batched with 5-D operands).
 DENSE = Template("dense_packed", _space, _declare)

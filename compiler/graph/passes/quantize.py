@@ -13,12 +13,16 @@ ALU runs:
 - ``Gemm`` with constant weights (``Linear``) likewise becomes a ``QDense``, and so does a
   ``MatMul`` by constant 2-D weights of an input of any rank (a Linear layer of token
   sequences, with the Add of its bias folded in), over the input's rows flattened to 2-D;
+- a ``MatMul`` of two activations with the same batch axes (attention's ``Q @ K^T`` and
+  ``P @ V``, batched over heads) becomes a ``QBatchMatMul``: the left operand's rows stacked
+  to 2-D, the right one's matrices ``[G, K, N]``, requantised as a dense layer's;
 - ``Add [-> Relu]`` of two activations of one shape becomes a ``QAdd``: both operands shifted
   left to the finer of their scales, added, shifted right (rounding) to the output's scale,
   clipped;
 - ``MaxPool`` (``QMaxPool``), ``GlobalAveragePool`` (``QGlobalAvgPool``: ``(sum * m) >> s``
   with ``m / 2**s`` the nearest to ``1 / (H*W)`` with an ``mul_bits``-bit multiplier) keep
-  their input's scale; ``Flatten``, ``Reshape`` and ``Identity`` pass int8 values through.
+  their input's scale; ``Flatten``, ``Reshape`` (squeezes included), ``Identity`` and
+  ``Transpose`` pass int8 values through (they only move elements).
 
 Each float operator's rule is registered with :func:`_rule` (:data:`QUANTIZE_RULES`, which the
 support matrix reads). Anything else, and any node named in ``keep_float``, stays in float:
@@ -68,17 +72,17 @@ __all__ = [
 #: Exponents are kept in this range (scales between 2**-24 and 2**16).
 _E_MIN, _E_MAX = -16, 24
 #: Operators that pass int8 values through unchanged (same scale).
-PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY)
+PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY, Op.TRANSPOSE)
 
 
 @dataclass(frozen=True)
 class QuantizeRule:
-    """How a float operator ``op`` becomes the integer operator ``produces``: ``apply(quantizer,
-    node)`` emits the integer form and returns True, or returns False where this node cannot
-    be quantized (it then stays in float)."""
+    """How a float operator ``op`` becomes one of the integer operators ``produces``:
+    ``apply(quantizer, node)`` emits the integer form and returns True, or returns False where
+    this node cannot be quantized (it then stays in float)."""
 
     op: Op
-    produces: Op
+    produces: tuple[Op, ...]
     apply: Callable[[_Quantizer, Node], bool]
 
 
@@ -86,7 +90,7 @@ class QuantizeRule:
 QUANTIZE_RULES: dict[Op, QuantizeRule] = {}
 
 
-def _rule(op: Op, produces: Op) -> Callable[[Callable], Callable]:
+def _rule(op: Op, *produces: Op) -> Callable[[Callable], Callable]:
     """Register the decorated quantizer method as ``op``'s rule, producing ``produces``."""
 
     def register(apply: Callable[[_Quantizer, Node], bool]) -> Callable:
@@ -369,7 +373,7 @@ class _Quantizer:
     def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
         return self.b.param(self.b.fresh(f"{value}_int8"), _to_int8(w, e_w))
 
-    @_rule(Op.CONV, produces=Op.QCONV)
+    @_rule(Op.CONV, Op.QCONV)
     def _conv(self, node: Node) -> bool:
         weights = self._weights(node, 1)
         if weights is None or (len(node.inputs) == 3 and node.inputs[2] not in self.g_params):
@@ -391,7 +395,7 @@ class _Quantizer:
         )
         return True
 
-    @_rule(Op.GEMM, produces=Op.QDENSE)
+    @_rule(Op.GEMM, Op.QDENSE)
     def _gemm(self, node: Node) -> bool:
         a = node.attrs
         weights = self._weights(node, 1)
@@ -419,8 +423,15 @@ class _Quantizer:
         )
         return True
 
-    @_rule(Op.MATMUL, produces=Op.QDENSE)
+    @_rule(Op.MATMUL, Op.QDENSE, Op.QBATCH_MATMUL)
     def _matmul(self, node: Node) -> bool:
+        """A product by constant weights as a dense layer (:meth:`_linear`), one of two
+        activations as a batched product (:meth:`_batch_matmul`)."""
+        if node.inputs[1] in self.g_params:
+            return self._linear(node)
+        return self._batch_matmul(node)
+
+    def _linear(self, node: Node) -> bool:
         """``x @ W`` with constant 2-D weights (a Linear layer of any rank, as frontends write
         one without a fused bias) as a dense layer over the rows of ``x`` flattened to 2-D; an
         Add of a constant ``[M]`` bias that alone reads the product is folded into it."""
@@ -441,9 +452,8 @@ class _Quantizer:
         rows = int(np.prod(x_type.shape[:-1], dtype=np.int64))
         if node.inputs[0] in self.flat:  # a dense layer's rows, before their unflatten
             q_x = self.flat[node.inputs[0]]
-        elif len(x_type.shape) > 2:
-            flat = self.b.fresh(f"{node.name}_flatten")
-            q_x = self.b.add1(Op.RESHAPE, [q_x], ReshapeAttrs((rows, x_type.shape[-1])), name=flat)
+        else:
+            q_x = self._reshaped(q_x, (rows, x_type.shape[-1]), f"{node.name}_flatten")
         e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
         q_w = self._int_weights(node.inputs[1], w, e_w)
         self._requantised(
@@ -458,6 +468,44 @@ class _Quantizer:
         )
         return True
 
+    def _batch_matmul(self, node: Node) -> bool:
+        """``a @ b`` of two float activations ``[..., M, K]`` and ``[..., K, N]`` with the same
+        batch axes (or a 2-D ``b``: one group) as a :class:`QBatchMatMul` of ``a``'s rows
+        ``[G*M, K]`` by ``b``'s matrices ``[G, K, N]``, reshaped back to ``[..., M, N]``."""
+        a_type, b_type = (self.graph.types[v] for v in node.inputs)
+        if a_type.dtype != "float32" or b_type.dtype != "float32":
+            return False
+        if len(a_type.shape) < 2 or len(b_type.shape) < 2 or node.inputs[0] in self.g_params:
+            return False
+        batch = a_type.shape[:-2]
+        if b_type.shape[:-2] not in (batch, ()):
+            return False
+        groups = math.prod(batch) if len(b_type.shape) > 2 else 1
+        depth, columns = b_type.shape[-2:]
+        rows = math.prod(a_type.shape[:-1])
+        q_a, e_a = self._int_value(node.inputs[0])
+        q_b, e_b = self._int_value(node.inputs[1])
+        q_a = self._reshaped(q_a, (rows, depth), f"{node.name}_rows")
+        q_b = self._reshaped(q_b, (groups, depth, columns), f"{node.name}_matrices")
+        out_shape = self.graph.types[node.outputs[0]].shape
+        self._requantised(
+            node,
+            Op.QBATCH_MATMUL,
+            [q_a, q_b],
+            e_a + e_b,
+            None,
+            lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
+            channels=columns,
+            shape=out_shape if len(out_shape) != 2 else None,
+        )
+        return True
+
+    def _reshaped(self, value: str, shape: tuple[int, ...], name: str) -> str:
+        """The int8 ``value`` with ``shape`` (itself where it has it already)."""
+        if self.b.type_of(value).shape == shape:
+            return value
+        return self.b.add1(Op.RESHAPE, [value], ReshapeAttrs(shape), name=self.b.fresh(name))
+
     def _bias_of(self, add: Node, product: str, channels: int) -> np.ndarray | None:
         """The constant operand of ``add`` (the other operand being ``product``) as a bias of
         ``channels`` values, or None where ``add`` is no such addition."""
@@ -471,7 +519,7 @@ class _Quantizer:
             return None
         return array.reshape(channels)
 
-    @_rule(Op.ADD, produces=Op.QADD)
+    @_rule(Op.ADD, Op.QADD)
     def _add(self, node: Node) -> bool:
         a, b = node.inputs
         types = self.graph.types
@@ -490,7 +538,7 @@ class _Quantizer:
         self.ints[value] = (out, e_y)
         return True
 
-    @_rule(Op.MAX_POOL, produces=Op.QMAX_POOL)
+    @_rule(Op.MAX_POOL, Op.QMAX_POOL)
     def _max_pool(self, node: Node) -> bool:
         q, e = self._int_value(node.inputs[0])
         out = self._int_name(node.outputs[0])
@@ -498,7 +546,7 @@ class _Quantizer:
         self.ints[node.outputs[0]] = (out, e)
         return True
 
-    @_rule(Op.GLOBAL_AVERAGE_POOL, produces=Op.QGLOBAL_AVG_POOL)
+    @_rule(Op.GLOBAL_AVERAGE_POOL, Op.QGLOBAL_AVG_POOL)
     def _global_avg(self, node: Node) -> bool:
         q, e = self._int_value(node.inputs[0])
         h, w = self.graph.types[node.inputs[0]].shape[2:]

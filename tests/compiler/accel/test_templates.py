@@ -84,6 +84,39 @@ def test_dense(env):
     np.testing.assert_array_equal(got, expected)
 
 
+@ENVS
+@pytest.mark.parametrize("oc_threads", [1, 2])
+def test_batched_dense(env, oc_threads):
+    """Each group's output is its own data by its own weights (as attention's products)."""
+    rng = np.random.default_rng(2)
+    groups, n, ci, co = 3, 2, 3, 4
+    data = te.placeholder((groups, n, ci, env.BATCH, env.BLOCK_IN), env.inp_dtype, "data")
+    weight = te.placeholder((groups, co, ci, env.BLOCK_OUT, env.BLOCK_IN), env.wgt_dtype, "weight")
+    bias = te.placeholder((1, co, env.BATCH, env.BLOCK_OUT), env.acc_dtype, "bias")
+    d = _ints(rng, data.shape).astype(np.int8)
+    w = _ints(rng, weight.shape).astype(np.int8)
+    b = _ints(rng, bias.shape, -500, 500).astype(np.int32)
+    s, res = DENSE(
+        data,
+        weight,
+        bias,
+        env=env,
+        shift=6,
+        bias_first=True,
+        config={"oc_threads": oc_threads, "tile_co": 2},
+    )
+    f = build(s, [data, weight, bias, res], target=env.target)
+    out = np.zeros(res.shape, np.int8)
+    f(d, w, b, out)
+    rows, cols, depth = n * env.BATCH, co * env.BLOCK_OUT, ci * env.BLOCK_IN
+    x = d.transpose(0, 1, 3, 2, 4).reshape(groups, rows, depth).astype(np.int64)
+    wt = w.transpose(0, 1, 3, 2, 4).reshape(groups, cols, depth).astype(np.int64)
+    per_channel = b[0, :, 0, :].reshape(-1)
+    expected = np.clip((x @ wt.transpose(0, 2, 1) + per_channel) >> 6, -128, 127)
+    got = out.transpose(0, 1, 3, 2, 4).reshape(groups, rows, cols)
+    np.testing.assert_array_equal(got, expected)
+
+
 def _activation(env: Env, rng, channels: int, size: int, low=-128) -> np.ndarray:
     return _ints(rng, (env.BATCH, channels, size, size), low).astype(np.int8)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.graph import AxisAttrs, ConvAttrs, GemmAttrs, Graph, GraphBuilder, Op, PoolAttrs
-from runtime.opset import LayerNormAttrs
+from runtime.opset import LayerNormAttrs, ReshapeAttrs, TransposeAttrs
 
 
 def residual_cnn(
@@ -74,3 +74,49 @@ def token_mlp(seed: int = 0, *, tokens: int = 8, width: int = 16, hidden: int = 
     y = linear(h, hidden, width, "fc2")
     scale = b.param("ln.scale", np.ones(width, np.float32))
     return b.build([b.add1(Op.LAYER_NORM, [y, scale], LayerNormAttrs(2), name="ln")])
+
+
+def self_attention(
+    seed: int = 0, *, tokens: int = 8, width: int = 32, heads: int = 2, transposed_keys: bool = True
+) -> Graph:
+    """Multi-head self-attention on ``[1, tokens, width]`` as frontends write it: query, key and
+    value Linears (MatMul + Add), heads split by Reshape + Transpose, ``Q @ K^T`` (the keys
+    transposed by a Transpose node, or with ``transposed_keys=False`` the product taken against
+    a Transpose of the queries instead, as ``K @ Q^T``), scaled by a Mul, Softmax, ``@ V``, the
+    heads merged back and an output Linear."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder(f"self_attention_{seed}")
+    x = b.input("x", (1, tokens, width))
+    head = width // heads
+
+    def linear(value: str, name: str) -> str:
+        w = b.param(
+            f"{name}.w", (rng.standard_normal((width, width)) / width**0.5).astype(np.float32)
+        )
+        bias = b.param(f"{name}.b", (rng.standard_normal(width) * 0.1).astype(np.float32))
+        return b.add1(
+            Op.ADD, [b.add1(Op.MATMUL, [value, w], name=f"{name}.matmul"), bias], name=name
+        )
+
+    def heads_of(value: str, perm: tuple[int, ...], name: str) -> str:
+        split = b.add1(
+            Op.RESHAPE, [value], ReshapeAttrs((1, tokens, heads, head)), name=f"{name}.split"
+        )
+        return b.add1(Op.TRANSPOSE, [split], TransposeAttrs(perm), name=f"{name}.heads")
+
+    q = heads_of(linear(x, "q"), (0, 2, 1, 3), "q")
+    v = heads_of(linear(x, "v"), (0, 2, 1, 3), "v")
+    if transposed_keys:
+        k_t = heads_of(linear(x, "k"), (0, 2, 3, 1), "k")
+        scores = b.add1(Op.MATMUL, [q, k_t], name="scores")
+    else:
+        k = heads_of(linear(x, "k"), (0, 2, 1, 3), "k")
+        q_t = b.add1(Op.TRANSPOSE, [q], TransposeAttrs((0, 1, 3, 2)), name="q.t")
+        scores = b.add1(Op.MATMUL, [k, q_t], name="scores")
+    scale = b.param("scale", np.array(head**-0.5, np.float32))
+    scaled = b.add1(Op.MUL, [scores, scale], name="scaled")
+    probs = b.add1(Op.SOFTMAX, [scaled], AxisAttrs(3), name="softmax")
+    context = b.add1(Op.MATMUL, [probs, v], name="context")
+    merged = b.add1(Op.TRANSPOSE, [context], TransposeAttrs((0, 2, 1, 3)), name="merge")
+    flat = b.add1(Op.RESHAPE, [merged], ReshapeAttrs((1, tokens, width)), name="merge.flat")
+    return b.build([linear(flat, "out")])

@@ -65,6 +65,28 @@ def test_pack_and_unpack_libraries_equal_the_numpy_kernels(batch, channels, spat
     np.testing.assert_array_equal(_run_library("Unpack", packed, x.shape, "int8", attrs), x)
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    groups=st.integers(1, 3),
+    depth=st.integers(1, 40),
+    columns=st.integers(1, 40),
+    block=st.sampled_from([4, 16]),
+    seed=st.integers(0, 2**16),
+)
+def test_pack_weights_library_equals_the_numpy_kernel_and_the_block_formula(
+    groups, depth, columns, block, seed
+):
+    w = np.random.default_rng(seed).integers(-128, 128, (groups, depth, columns)).astype(np.int8)
+    expected = OPERATORS["PackWeights"].kernel(w, block=block)
+    g, n, k, i, j = np.indices(expected.shape)
+    row, column = k * block + j, n * block + i
+    inside = (row < depth) & (column < columns)
+    formula = np.where(inside, w[g, np.minimum(row, depth - 1), np.minimum(column, columns - 1)], 0)
+    np.testing.assert_array_equal(expected, formula)
+    packed = _run_library("PackWeights", w, expected.shape, "int8", {"block": block})
+    np.testing.assert_array_equal(packed, expected)
+
+
 def test_steps_without_a_declaration_keep_their_numpy_kernel():
     slot = TensorSlot("x", (1, 10), "float32", 0)
     assert cpu_library("Softmax", [slot], slot, {"axis": 1}, "llvm") is None
