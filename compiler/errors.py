@@ -61,10 +61,23 @@ class UnknownInputShape(GraphError):
 
 class UnsupportedOperator(GraphError):
     """A model uses an operator, or an attribute value, that the frontend does not support:
-    ``op`` is its type, ``node`` its name and ``opset`` the model's opset (0 where unknown)."""
+    ``op`` is its type, ``node`` its name and ``opset`` the model's opset (0 where unknown).
 
-    def __init__(self, message: str, *, op: str, node: str = "", opset: int = 0) -> None:
+    ``needs_constant`` names the graph inputs that an operand the converter needs as a constant
+    (axes, a shape, pads) is, or is computed from: binding them as constants at import
+    (``from_onnx(..., constants={name: array})``) can lift the refusal; empty otherwise."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op: str,
+        node: str = "",
+        opset: int = 0,
+        needs_constant: tuple[str, ...] = (),
+    ) -> None:
         self.opset = opset
+        self.needs_constant = tuple(needs_constant)
         suffix = f" (opset {opset})" if opset else ""
         super().__init__(f"{message}{suffix}", op=op, node=node)
 

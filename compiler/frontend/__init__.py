@@ -21,11 +21,16 @@ from compiler.graph.ir import Graph
 __all__ = ["from_onnx", "from_torch", "import_model"]
 
 
-def from_onnx(model: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+def from_onnx(
+    model: Any,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, np.ndarray] | None = None,
+) -> Graph:
     """See :func:`compiler.frontend.onnx.from_onnx`."""
     from compiler.frontend.onnx import from_onnx as read
 
-    return read(model, input_shapes=input_shapes)
+    return read(model, input_shapes=input_shapes, constants=constants)
 
 
 def from_torch(module: Any, example_inputs: tuple) -> Graph:

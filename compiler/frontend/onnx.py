@@ -48,19 +48,27 @@ def from_onnx(
     model_or_path: onnx.ModelProto | str | Path | bytes,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, np.ndarray] | None = None,
 ) -> Graph:
     """The graph of an ONNX model, given as a ``ModelProto``, a file path or serialized bytes.
 
     ``input_shapes`` fixes the shapes of inputs by name; it is needed for every input with a
-    dynamic or symbolic dimension, and must agree with the model's fixed dimensions. Value
-    names are the model's; nodes keep their names (unnamed ones are named after their operator).
+    dynamic or symbolic dimension, and must agree with the model's fixed dimensions.
+    ``constants`` binds graph inputs by name to arrays, which become parameters (as TVM's
+    ``bind_params_by_name`` does): what a converter needs as a constant (axes, a shape, pads,
+    ``k``) may be fed as a graph input, and a refusal for such an input names it
+    (:attr:`UnsupportedOperator.needs_constant`). Each array must have the input's dtype and
+    agree with its fixed dimensions (and with ``input_shapes``, where given). Value names are
+    the model's; nodes keep their names (unnamed ones are named after their operator).
 
     Raises :class:`GraphError` for a file or bytes that are not a valid model, a dynamic input
-    dimension without a fixed shape, or a model whose shapes do not fit its operators;
-    :class:`UnsupportedOperator` for an operator or attribute value outside the mapping.
+    dimension without a fixed shape, a name in ``input_shapes`` or ``constants`` that is no
+    graph input, a constant that disagrees with its input, or a model whose shapes do not fit
+    its operators; :class:`UnsupportedOperator` for an operator or attribute value outside the
+    mapping.
     """
     model = _load(model_or_path)
-    return _Importer(model, dict(input_shapes or {})).run()
+    return _Importer(model, dict(input_shapes or {}), dict(constants or {})).run()
 
 
 def _load(source: onnx.ModelProto | str | Path | bytes) -> onnx.ModelProto:
@@ -160,9 +168,15 @@ class _FoldingBuilder(GraphBuilder):
 class _Importer:
     """Converts one checked model: inputs, initializers, then the nodes in order."""
 
-    def __init__(self, model: onnx.ModelProto, input_shapes: dict[str, Sequence[int]]) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        input_shapes: dict[str, Sequence[int]],
+        constants: dict[str, np.ndarray],
+    ) -> None:
         self.model = model
         self.input_shapes = input_shapes
+        self.constants = constants
         opsets = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
         if not opsets:
             raise GraphError("the model imports no ai.onnx opset")
@@ -179,9 +193,11 @@ class _Importer:
         if graph.sparse_initializer:
             raise GraphError("sparse initializers are not supported")
         initializers = {t.name for t in graph.initializer}
-        unknown = set(self.input_shapes) - ({i.name for i in graph.input} - initializers)
-        if unknown:
-            raise GraphError(f"input_shapes names {sorted(unknown)[0]!r}, which is not an input")
+        inputs = {i.name for i in graph.input} - initializers
+        for option, names in (("input_shapes", self.input_shapes), ("constants", self.constants)):
+            unknown = sorted(set(names) - inputs)
+            if unknown:
+                raise GraphError(f"{option} names {unknown[0]!r}, which is not an input")
         for tensor in graph.initializer:
             self._initializer(tensor)
         for value in graph.input:
@@ -204,14 +220,15 @@ class _Importer:
         ty = value.type.tensor_type
         dtype = _dtype(ty.elem_type, f"input {name!r}")
         dims = [d.dim_value if d.HasField("dim_value") else None for d in ty.shape.dim]
+        if name in self.constants:
+            self._bind(name, dims if ty.HasField("shape") else None, dtype)
+            return
         given = self.input_shapes.get(name)
         if given is not None:
             shape = tuple(int(d) for d in given)
             if not ty.HasField("shape"):
                 dims = list(shape)
-            if len(shape) != len(dims) or any(
-                d is not None and d != s for d, s in zip(dims, shape, strict=True)
-            ):
+            if not _fits(shape, dims):
                 raise GraphError(
                     f"input_shapes gives {list(shape)} for a {_dims(dims)}", tensor=name
                 )
@@ -229,6 +246,29 @@ class _Importer:
                     )
             shape = tuple(dims)
         self.builder.input(name, shape, dtype)
+        self.values[name] = name
+
+    def _bind(self, name: str, dims: list[int | None] | None, dtype: str) -> None:
+        """Define the graph input ``name`` as the parameter that ``constants`` binds to it,
+        which must have its dtype and fit its dimensions (and ``input_shapes``, if given)."""
+        array = self.constants[name]
+        if not isinstance(array, np.ndarray):
+            raise GraphError(
+                f"constants needs a numpy array, got {type(array).__name__}", tensor=name
+            )
+        if str(array.dtype) != dtype:
+            raise GraphError(
+                f"constants gives a {array.dtype} array for a {dtype} input", tensor=name
+            )
+        given = self.input_shapes.get(name)
+        for what, expected in (("input", dims), ("input_shapes", given)):
+            if expected is not None and not _fits(array.shape, list(expected)):
+                raise GraphError(
+                    f"constants gives shape {list(array.shape)} for the {what} shape "
+                    f"{_dims(list(expected))}",
+                    tensor=name,
+                )
+        self.builder.param(name, array)
         self.values[name] = name
 
     def _check_operators(self) -> None:
@@ -256,7 +296,7 @@ class _Importer:
         """The outputs of the nodes that depend on initializers, Constant nodes and shapes
         alone (shapes are static here): what a node without a converter may still be
         computed from, as the model is read."""
-        known = {t.name for t in self.model.graph.initializer}
+        known = {t.name for t in self.model.graph.initializer} | set(self.constants)
         for proto in self.model.graph.node:
             static = proto.op_type in ("Shape", "Size") or all(
                 not v or v in known for v in proto.input
@@ -333,6 +373,13 @@ class _Importer:
         if onnx_name not in self.values:
             raise GraphError(f"{what} {onnx_name!r} is not defined")
         return self.values[onnx_name]
+
+
+def _fits(shape: Sequence[int], dims: Sequence[int | None]) -> bool:
+    """Whether ``shape`` has ``dims``' rank and every fixed dimension of it."""
+    return len(shape) == len(dims) and all(
+        d is None or d == s for d, s in zip(dims, shape, strict=True)
+    )
 
 
 def _dims(dims: Sequence[int | None]) -> str:

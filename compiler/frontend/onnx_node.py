@@ -47,8 +47,16 @@ class OnnxNode:
     def op_type(self) -> str:
         return self.proto.op_type
 
-    def unsupported(self, message: str) -> UnsupportedOperator:
-        return UnsupportedOperator(message, op=self.op_type, node=self.name, opset=self.opset)
+    def unsupported(
+        self, message: str, needs_constant: tuple[str, ...] = ()
+    ) -> UnsupportedOperator:
+        return UnsupportedOperator(
+            message,
+            op=self.op_type,
+            node=self.name,
+            opset=self.opset,
+            needs_constant=needs_constant,
+        )
 
     def error(self, message: str) -> GraphError:
         return GraphError(message, op=self.op_type, node=self.name)
@@ -78,11 +86,25 @@ class OnnxNode:
         return index < len(self.inputs) and self.inputs[index] != ""
 
     def const(self, index: int, what: str) -> np.ndarray:
-        """The array of input ``index`` (``what`` it is), which must be a constant."""
-        array = self.builder.param_of(self.inputs[index])
-        if array is None:
-            raise self.unsupported(f"needs {what} (input {index}) to be a constant")
-        return array
+        """The array of input ``index`` (``what`` it is), which must be a constant. Where it is
+        a graph input, or computed from graph inputs, the refusal names them
+        (``needs_constant``) and how to bind them."""
+        value = self.inputs[index]
+        array = self.builder.param_of(value)
+        if array is not None:
+            return array
+        sources = self.builder.inputs_under(value)
+        message = f"needs {what} (input {index}) to be a constant"
+        if sources:
+            names = ", ".join(repr(s) for s in sources)
+            origin = (
+                f"the graph input {names}"
+                if sources == (value,)
+                else f"computed from the graph input{'s' if len(sources) > 1 else ''} {names}"
+            )
+            bind = ", ".join(f"{s!r}: array" for s in sources)
+            message += f"; it is {origin}: bind it with from_onnx(..., constants={{{bind}}})"
+        raise self.unsupported(message, needs_constant=sources)
 
     def scalar(self, index: int, what: str) -> float:
         array = self.const(index, what)

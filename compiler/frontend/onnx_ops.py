@@ -39,6 +39,8 @@ from compiler.graph.ir import (
     TransposeAttrs,
 )
 from runtime.opset import CastAttrs, LayerNormAttrs, ModAttrs
+from runtime.opset.movement import PAD_MODES
+from runtime.opset.quantization import QUANTIZED
 from runtime.opset.reduction import ReduceAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
@@ -319,8 +321,8 @@ def _concat(n: OnnxNode) -> None:
 
 def _pad_mode(n: OnnxNode) -> str:
     mode = n.attrs.get("mode", "constant")
-    if mode not in ("constant", "reflect", "edge"):
-        raise n.unsupported(f"mode {mode!r} is not supported")
+    if mode not in PAD_MODES:
+        raise n.error(f"mode {mode!r} is not one of {', '.join(PAD_MODES)}")
     return mode
 
 
@@ -350,8 +352,8 @@ def _pad_v11(n: OnnxNode) -> None:
 
 # ----------------------------------------------------------------------------- quantization
 def _quant(op: Op) -> Converter:
-    """QuantizeLinear (to int8) and DequantizeLinear (of int8 or int32, as biases are) with a
-    constant per-tensor scale and zero point."""
+    """QuantizeLinear (to int8, uint8, int16 or uint16) and DequantizeLinear (of those or
+    int32, as biases are) with a constant per-tensor scale and zero point."""
 
     def convert(n: OnnxNode) -> None:
         if n.attrs.get("block_size", 0):
@@ -362,18 +364,24 @@ def _quant(op: Op) -> Converter:
             raise n.unsupported("per-axis quantization is not supported (per-tensor only)")
         if op is Op.QUANTIZE:
             # the zero point's type is the output's (uint8 if it is left out) unless output_dtype
-            wanted = n.attrs.get("output_dtype", 0) or (
-                helper.np_dtype_to_tensor_dtype(zero.dtype) if zero is not None else 0
+            wanted = n.attrs.get("output_dtype", 0)
+            dtype = (
+                str(helper.tensor_dtype_to_np_dtype(wanted))
+                if wanted
+                else str(zero.dtype)
+                if zero is not None
+                else "uint8"
             )
-            if wanted != TensorProto.INT8:
-                raise n.unsupported("quantizes to int8 only (give an int8 zero point)")
-            dtype = "int8"
+            if dtype not in QUANTIZED:
+                raise n.unsupported(f"quantizes to {', '.join(QUANTIZED)} only, not {dtype}")
         else:
             dtype = n.builder.type_of(n.inputs[0]).dtype
-            if dtype not in ("int8", "int32"):
-                raise n.unsupported(f"dequantizes int8 or int32 values only, not {dtype}")
-            if zero is not None and str(zero.dtype) != dtype:
-                raise n.error(f"the zero point is {zero.dtype}, the input {dtype}")
+            if dtype not in (*QUANTIZED, "int32"):
+                raise n.unsupported(
+                    f"dequantizes {', '.join(QUANTIZED)} or int32 values only, not {dtype}"
+                )
+        if zero is not None and str(zero.dtype) != dtype:
+            raise n.error(f"the zero point is {zero.dtype}, the quantized values {dtype}")
         zero_point = 0 if zero is None else int(zero.reshape(()))
         n.emit(op, n.inputs[:1], QuantAttrs(float(scale.reshape(())), zero_point, dtype))
 

@@ -4,8 +4,9 @@ Resize (opsets 10, 11 to 17, 18 on) and Upsample (opsets 7 and 9) become one RES
 whose output size is resolved here from the constant scales or sizes; Upsample, and Resize
 before opset 11, is Resize with ``asymmetric`` coordinates (nearest rounding down when
 upsampling and up when downsampling, as onnxruntime does). What RESIZE cannot compute is an
-:class:`UnsupportedOperator`: cubic interpolation, antialiased linear interpolation,
-``tf_crop_and_resize`` and ``tf_half_pixel_for_nearest`` coordinates, ``exclude_outside``, a
+:class:`UnsupportedOperator`: antialiased linear or cubic interpolation,
+``tf_crop_and_resize`` and ``tf_half_pixel_for_nearest`` coordinates, ``align_corners`` by
+scales that give a fractional output length (where onnxruntime and onnx's reference disagree), a
 ``keep_aspect_ratio_policy`` other than ``stretch``, scales or sizes that are not constants,
 resizing N or C. ConvTranspose (2-D) becomes CONV_TRANSPOSE with ``auto_pad`` and
 ``output_shape`` resolved into pads per the spec.
@@ -19,7 +20,13 @@ import numpy as np
 
 from compiler.frontend.onnx_node import OnnxNode, converts
 from compiler.graph.ir import Op
-from runtime.opset.sampling import COORDINATE_MODES, NEAREST_MODES, ConvTransposeAttrs, ResizeAttrs
+from runtime.opset.sampling import (
+    COORDINATE_MODES,
+    NEAREST_MODES,
+    RESIZE_MODES,
+    ConvTransposeAttrs,
+    ResizeAttrs,
+)
 
 __all__: list[str] = []  # importing this module registers the converters
 
@@ -56,21 +63,29 @@ def _emit_resize(
         )
     if min(out[2:]) < 1:
         raise n.error(f"the output size {out} of input {list(shape)} is empty")
+    if scales is not None and transform == "align_corners":
+        fractional = [float(d * s) for d, s in zip(shape[2:], f32[2:], strict=True)]
+        if any(o != f for o, f in zip(out[2:], fractional, strict=True)):
+            raise n.unsupported(
+                f"align_corners by scales that give the fractional lengths {fractional}: "
+                "onnxruntime aligns the corners of the truncated output, onnx's reference "
+                "those of the fractional one (give sizes instead)"
+            )
     attrs = ResizeAttrs(
         (out[2], out[3]),
         (float(f32[2]), float(f32[3])),
         mode,
         transform,
         nearest_mode,
+        float(n.attrs.get("cubic_coeff_a", -0.75)),
+        bool(n.attrs.get("exclude_outside", 0)),
     )
     n.emit(Op.RESIZE, n.inputs[:1], attrs)
 
 
 def _mode(n: OnnxNode) -> str:
     mode = n.attrs.get("mode", "nearest")
-    if mode == "cubic":
-        raise n.unsupported("cubic interpolation is not supported")
-    if mode not in ("nearest", "linear"):
+    if mode not in RESIZE_MODES:
         raise n.error(f"mode {mode!r} is not 'nearest', 'linear' or 'cubic'")
     return mode
 
@@ -108,10 +123,8 @@ def _resize(n: OnnxNode) -> None:
     nearest_mode = n.attrs.get("nearest_mode", "round_prefer_floor")
     if nearest_mode not in NEAREST_MODES:
         raise n.error(f"nearest_mode {nearest_mode!r} is not one of {', '.join(NEAREST_MODES)}")
-    if int(n.attrs.get("exclude_outside", 0)) != 0:
-        raise n.unsupported("exclude_outside=1 is not supported")
     if int(n.attrs.get("antialias", 0)) != 0 and mode != "nearest":
-        raise n.unsupported("antialiased linear interpolation is not supported")
+        raise n.unsupported(f"antialiased {mode} interpolation is not supported")
     scales = n.const(2, "scales").reshape(-1) if n.has(2) else np.zeros(0)
     sizes = n.const(3, "sizes").reshape(-1) if n.has(3) else np.zeros(0)
     if (scales.size > 0) == (sizes.size > 0):

@@ -40,9 +40,16 @@ __all__ = [
 #: torch dtypes that graph values may have, by their IR names.
 DTYPES = {
     torch.float32: "float32",
+    torch.float16: "float16",
+    torch.float64: "float64",
     torch.int8: "int8",
+    torch.int16: "int16",
     torch.int32: "int32",
     torch.int64: "int64",
+    torch.uint8: "uint8",
+    torch.uint16: "uint16",
+    torch.uint32: "uint32",
+    torch.uint64: "uint64",
     torch.bool: "bool",
 }
 

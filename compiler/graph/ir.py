@@ -193,6 +193,14 @@ class GraphBuilder:
         """The array of a parameter, None for any other value."""
         return self._params.get(value)
 
+    def inputs_under(self, value: str) -> tuple[str, ...]:
+        """The graph inputs that ``value`` is or is computed from, in declaration order."""
+        needed = {value}
+        for node in reversed(self._nodes):
+            if needed.intersection(node.outputs):
+                needed.update(node.inputs)
+        return tuple(name for name in self._inputs if name in needed)
+
     def input(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
         try:
             ty = TensorType(tuple(shape), dtype)
@@ -203,9 +211,11 @@ class GraphBuilder:
         return name
 
     def param(self, name: str, array: np.ndarray | Any) -> str:
+        """Define the parameter ``name`` holding a copy of ``array``; a Python number or list
+        of floats (not an array) becomes float32, as the frameworks hold such constants."""
+        if not isinstance(array, np.ndarray | np.generic) and np.array(array).dtype == np.float64:
+            array = np.array(array, np.float32)
         array = np.array(array)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
         dtype = str(array.dtype)
         if dtype not in DTYPES:
             raise GraphError(f"parameter {name!r} has dtype {dtype}, not one of {DTYPES}")

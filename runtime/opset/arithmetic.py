@@ -1,9 +1,11 @@
 """Arithmetic, comparison and logic, elementwise over broadcast operands (numpy's and ONNX's
 multidirectional broadcast), and the integer addition of the quantized graph.
 
-Arithmetic keeps its operands' dtype (one dtype for all operands): float32 in float32, integers
-with two's-complement wrap-around; integer division truncates toward zero (as onnxruntime and C
-do), Mod follows the divisor's sign unless ``fmod``. Comparisons give bool; logic takes bool.
+Arithmetic keeps its operands' dtype (one dtype for all operands, any of
+:data:`~runtime.opset.base.NUMERIC`): floats in their own precision, integers (signed and
+unsigned) with two's-complement wrap-around; integer division truncates toward zero (as
+onnxruntime and C do), Mod follows the divisor's sign unless ``fmod`` (floats too). Comparisons
+give bool; logic takes bool.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import numpy as np
 
 from runtime.opset.base import (
     DTYPES,
+    FLOATS,
     MANY,
+    NUMERIC,
     Operator,
     Origin,
     TensorType,
@@ -54,9 +58,6 @@ __all__ = [
     "Xor",
     "broadcast_all",
 ]
-
-#: The dtypes arithmetic takes.
-NUMERIC = ("float32", "int8", "int32", "int64")
 
 
 def broadcast_all(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
@@ -120,7 +121,7 @@ class Div(_Arithmetic):
     def infer(attrs, inputs, consts):
         out = _same(inputs, NUMERIC)
         divisor = consts[1]
-        if out.dtype != "float32" and divisor is not None:
+        if out.dtype not in FLOATS and divisor is not None:
             need(bool(np.all(divisor != 0)), "divides integers by zero")
         return [out]
 
@@ -128,7 +129,9 @@ class Div(_Arithmetic):
     def kernel(a, b):
         if a.dtype.kind == "f":
             return np.divide(a, b)
-        safe = np.where(b == 0, 1, b)
+        safe = np.where(b == 0, 1, b).astype(b.dtype)
+        if a.dtype.kind == "u":
+            return np.where(b == 0, 0, a // safe).astype(a.dtype)
         quotient = np.abs(a.astype(np.int64)) // np.abs(safe.astype(np.int64))
         signed = np.where((a < 0) != (safe < 0), -quotient, quotient)
         return np.where(b == 0, 0, signed).astype(a.dtype)
@@ -136,7 +139,8 @@ class Div(_Arithmetic):
 
 @dataclass(frozen=True)
 class ModAttrs:
-    """``fmod``: the remainder takes the dividend's sign (C's fmod), else the divisor's."""
+    """``fmod``: the remainder takes the dividend's sign (C's fmod), else the divisor's
+    (Python's ``%``, of floats too)."""
 
     fmod: bool = False
 
@@ -149,8 +153,7 @@ class Mod(_Arithmetic):
     @staticmethod
     def infer(attrs, inputs, consts):
         out = _same(inputs, NUMERIC)
-        need(attrs.fmod or out.dtype != "float32", "Mod of floats needs fmod=1")
-        if out.dtype != "float32" and consts[1] is not None:
+        if out.dtype not in FLOATS and consts[1] is not None:
             need(bool(np.all(consts[1] != 0)), "takes integers modulo zero")
         return [out]
 
@@ -158,13 +161,14 @@ class Mod(_Arithmetic):
     def kernel(a, b, *, fmod):
         if a.dtype.kind == "f":
             return np.fmod(a, b) if fmod else np.mod(a, b)
-        safe = np.where(b == 0, 1, b)
+        safe = np.where(b == 0, 1, b).astype(b.dtype)
         rest = np.fmod(a, safe) if fmod else np.mod(a, safe)
         return np.where(b == 0, 0, rest).astype(a.dtype)
 
 
 class Pow(Operator):
-    """``a ** b`` in ``a``'s dtype; the exponent may have another numeric dtype."""
+    """``a ** b`` in ``a``'s dtype (a float or a signed integer of 32 or 64 bits); the
+    exponent may have any numeric dtype."""
 
     name = "Pow"
     member = "POW"
@@ -172,9 +176,9 @@ class Pow(Operator):
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        base = same_dtype(inputs[:1], "float32", "int32", "int64")
+        base = same_dtype(inputs[:1], *FLOATS, "int32", "int64")
         same_dtype(inputs[1:], *NUMERIC)
-        if base != "float32" and consts[1] is not None:
+        if base not in FLOATS and consts[1] is not None:
             need(bool(np.all(consts[1] >= 0)), "raises integers to negative powers")
         return [TensorType(broadcast(inputs[0].shape, inputs[1].shape), base)]
 
@@ -182,8 +186,9 @@ class Pow(Operator):
     def kernel(a, b):
         if a.dtype.kind == "f":
             return np.power(a, b.astype(a.dtype)).astype(a.dtype)
+        exponent = np.where(b > 0, b, 0).astype(np.int64)
         with np.errstate(over="ignore"):
-            return np.power(a.astype(np.int64), np.maximum(b, 0).astype(np.int64)).astype(a.dtype)
+            return np.power(a.astype(np.int64), exponent).astype(a.dtype)
 
 
 class _Extreme(Operator):
@@ -351,8 +356,11 @@ class CastAttrs:
 
 
 class Cast(Operator):
-    """Conversion to ``to``: floats to integers truncate toward zero, anything to bool is
-    "not zero"."""
+    """Conversion to ``to`` (any of :data:`~runtime.opset.base.DTYPES`), as numpy's ``astype``
+    and ONNX's Cast: floats round to nearest (even) in a narrower float and overflow to
+    infinity, floats to integers truncate toward zero (a value outside the integer's range, as
+    NaN, is undefined in ONNX), integers wrap, anything to bool is "not zero". ONNX's
+    ``saturate`` concerns the float8 types only, which are not among the dtypes."""
 
     name = "Cast"
     member = "CAST"

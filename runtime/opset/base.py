@@ -30,7 +30,10 @@ from isa.errors import VtaforgeError
 
 __all__ = [
     "DTYPES",
+    "FLOATS",
+    "INTEGERS",
     "MANY",
+    "NUMERIC",
     "OPERATORS",
     "AxisAttrs",
     "NoAttrs",
@@ -43,14 +46,21 @@ __all__ = [
     "broadcast",
     "check_definition",
     "f32",
+    "floating",
     "kernel_kwargs",
     "need",
     "resolve_axis",
     "same_dtype",
 ]
 
+#: The float element types (float32 is the one the quantizer and the accelerator know).
+FLOATS = ("float32", "float16", "float64")
+#: The integer element types, signed then unsigned.
+INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+#: The element types that arithmetic takes.
+NUMERIC = FLOATS + INTEGERS
 #: The element types a value may have.
-DTYPES = ("float32", "int8", "int32", "int64", "bool")
+DTYPES = (*NUMERIC, "bool")
 
 
 class OperatorError(VtaforgeError, ValueError):
@@ -64,6 +74,13 @@ class OperandError(OperatorError):
 def f32(array: np.ndarray) -> np.ndarray:
     """``array`` as float32 (itself where it is already)."""
     return np.asarray(array, dtype=np.float32)
+
+
+def floating(array: np.ndarray) -> np.ndarray:
+    """``array`` as an array of its own float dtype (float16, float32 or float64), or as
+    float32 where it is not of a float dtype (a kernel computes in its operand's float type)."""
+    array = np.asarray(array)
+    return array if array.dtype.kind == "f" else array.astype(np.float32)
 
 
 def need(condition: bool, message: str) -> None:

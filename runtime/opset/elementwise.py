@@ -1,8 +1,8 @@
 """Elementwise operators of one float operand: activations and the math functions.
 
-They keep their operand's shape and dtype (float32); the kernels compute in float32 where
-numpy does, and in float64 rounded once to float32 where a function has no float32 form here
-(the error function).
+They keep their operand's shape and dtype (any of :data:`~runtime.opset.base.FLOATS`); the
+kernels compute in that dtype where numpy does, and in float64 rounded once to it where a
+function has no other form here (the error function). Clip takes integers too.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import Operator, f32, same_dtype
+from runtime.opset.base import FLOATS, NUMERIC, Operator, floating, same_dtype
 
 __all__ = [
     "Ceil",
@@ -31,15 +31,13 @@ __all__ = [
     "erf",
 ]
 
-_F32 = np.float32
-
 
 class _Unary(Operator):
-    """A float operator of one operand, keeping its shape."""
+    """A float operator of one operand, keeping its shape and dtype."""
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        same_dtype(inputs, "float32")
+        same_dtype(inputs, *FLOATS)
         return [inputs[0]]
 
 
@@ -49,7 +47,8 @@ class Relu(_Unary):
 
     @staticmethod
     def kernel(x):
-        return np.maximum(f32(x), _F32(0))
+        x = floating(x)
+        return np.maximum(x, x.dtype.type(0))
 
 
 @dataclass(frozen=True)
@@ -58,16 +57,29 @@ class ClipAttrs:
     hi: float
 
 
-class Clip(_Unary):
-    """``min(max(x, lo), hi)``: with ``lo > hi`` every value becomes ``hi`` (as in ONNX)."""
+class Clip(Operator):
+    """``min(max(x, lo), hi)`` in ``x``'s dtype (a float or an integer; bounds past an
+    integer's range are its extremes): with ``lo > hi`` every value becomes ``hi`` (as in
+    ONNX)."""
 
     name = "Clip"
     member = "CLIP"
     Attrs = ClipAttrs
 
     @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, *NUMERIC)
+        return [inputs[0]]
+
+    @staticmethod
     def kernel(x, *, lo, hi):
-        return np.minimum(np.maximum(f32(x), _F32(lo)), _F32(hi))
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            lo, hi = x.dtype.type(lo), x.dtype.type(hi)
+        else:
+            info = np.iinfo(x.dtype)
+            lo, hi = (x.dtype.type(min(max(v, info.min), info.max)) for v in (lo, hi))
+        return np.minimum(np.maximum(x, lo), hi)
 
 
 @dataclass(frozen=True)
@@ -82,8 +94,8 @@ class LeakyRelu(_Unary):
 
     @staticmethod
     def kernel(x, *, alpha):
-        x = f32(x)
-        return np.where(x >= 0, x, x * _F32(alpha))
+        x = floating(x)
+        return np.where(x >= 0, x, x * x.dtype.type(alpha))
 
 
 class Sigmoid(_Unary):
@@ -94,7 +106,7 @@ class Sigmoid(_Unary):
 
     @staticmethod
     def kernel(x):
-        x = f32(x)
+        x = floating(x)
         e = np.exp(-np.abs(x))
         return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -133,7 +145,8 @@ def _unary(name: str, member: str, function, doc: str) -> type[Operator]:
     """A float operator ``function`` of one operand, registered as ``name``."""
 
     def kernel(x):
-        return np.asarray(function(f32(x)), _F32)
+        x = floating(x)
+        return np.asarray(function(x), x.dtype)
 
     return type(
         name,

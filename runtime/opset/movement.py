@@ -19,6 +19,7 @@ from runtime.opset.base import (
 )
 
 __all__ = [
+    "PAD_MODES",
     "Concat",
     "Flatten",
     "Identity",
@@ -127,6 +128,10 @@ class Concat(Operator):
         return np.concatenate(xs, axis=axis)
 
 
+#: Pad's modes.
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
 @dataclass(frozen=True)
 class PadAttrs:
     """ONNX order: the begin of every axis, then the end of every axis."""
@@ -138,7 +143,8 @@ class PadAttrs:
 
 class Pad(Operator):
     """ONNX Pad: ``pads`` holds every axis's begin, then every axis's end; negative pads crop.
-    ``mode`` is ``constant`` (with ``value``), ``reflect`` or ``edge``."""
+    ``mode`` is one of :data:`PAD_MODES`: ``constant`` (with ``value``), ``reflect``, ``edge``
+    or ``wrap`` (numpy's modes of the same names; negative pads crop first)."""
 
     name = "Pad"
     member = "PAD"
@@ -149,7 +155,7 @@ class Pad(Operator):
         x = inputs[0].shape
         rank = len(x)
         need(len(attrs.pads) == 2 * rank, f"needs {2 * rank} pads for rank {rank}")
-        need(attrs.mode in ("constant", "reflect", "edge"), f"mode {attrs.mode!r}")
+        need(attrs.mode in PAD_MODES, f"mode {attrs.mode!r} is not one of {', '.join(PAD_MODES)}")
         shape = tuple(d + attrs.pads[i] + attrs.pads[i + rank] for i, d in enumerate(x))
         need(all(d >= 0 for d in shape), "negative pads remove more than the input has")
         return [TensorType(shape, inputs[0].dtype)]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import Operator, Origin, TensorType, need, same_dtype
+from runtime.opset.base import NUMERIC, Operator, Origin, TensorType, need, same_dtype
 from runtime.opset.integer import half, wrap32
 from runtime.opset.windows import conv_windows, window_count
 
@@ -68,18 +68,24 @@ class _FloatPool(Operator):
 
 
 class MaxPool(_FloatPool):
-    """The maximum of each window; padding never wins (it is ``-inf``).
-    ``count_include_pad`` only matters to averages."""
+    """The maximum of each window, in the input's dtype (a float or an integer); padding never
+    wins (it is ``-inf``, or the integer's least value). ``count_include_pad`` only matters to
+    averages."""
 
     name = "MaxPool"
     member = "MAX_POOL"
 
     @staticmethod
+    def infer(attrs, inputs, consts):
+        same_dtype(inputs, *NUMERIC)
+        return [_pool_type(attrs, inputs[0])]
+
+    @staticmethod
     def kernel(x, *, kernel, strides, pads, ceil_mode, count_include_pad):
         del count_include_pad  # an average's option, carried by the shared record
-        windows = conv_windows(
-            np.asarray(x, _F32), kernel, strides, pads, (1, 1), -np.inf, ceil_mode=ceil_mode
-        )
+        x = np.asarray(x)
+        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        windows = conv_windows(x, kernel, strides, pads, (1, 1), lowest, ceil_mode=ceil_mode)
         return windows.max(axis=(4, 5))
 
 

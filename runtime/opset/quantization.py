@@ -1,4 +1,5 @@
-"""QuantizeLinear and DequantizeLinear, per tensor, as ONNX defines them."""
+"""QuantizeLinear and DequantizeLinear, per tensor, as ONNX defines them, between float32 and
+the 8- and 16-bit integers (the quantize pass uses int8)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import numpy as np
 
 from runtime.opset.base import Operator, TensorType, need, same_dtype
 
-__all__ = ["DequantizeLinear", "QuantAttrs", "QuantizeLinear"]
+__all__ = ["QUANTIZED", "DequantizeLinear", "QuantAttrs", "QuantizeLinear"]
 
 _F32 = np.float32
+
+#: The quantized dtypes.
+QUANTIZED = ("int8", "uint8", "int16", "uint16")
 
 
 @dataclass(frozen=True)
 class QuantAttrs:
     """QuantizeLinear / DequantizeLinear, per tensor: ``q = clip(round(x / scale) +
-    zero_point)`` in ``dtype``'s range; the quantize pass uses power-of-two scales and zero
-    points of 0."""
+    zero_point)`` in ``dtype``'s range (one of :data:`QUANTIZED`); the quantize pass uses int8,
+    power-of-two scales and zero points of 0."""
 
     scale: float
     zero_point: int = 0
@@ -35,7 +39,7 @@ class QuantizeLinear(Operator):
     @staticmethod
     def infer(attrs, inputs, consts):
         same_dtype(inputs, "float32")
-        need(attrs.dtype == "int8", f"quantizes to int8 only, not {attrs.dtype}")
+        need(attrs.dtype in QUANTIZED, f"quantizes to {', '.join(QUANTIZED)}, not {attrs.dtype}")
         need(attrs.scale > 0, f"scale {attrs.scale} must be positive")
         return [TensorType(inputs[0].shape, attrs.dtype)]
 
@@ -55,7 +59,10 @@ class DequantizeLinear(Operator):
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        need(inputs[0].dtype == attrs.dtype, f"needs an {attrs.dtype} input")
+        need(
+            inputs[0].dtype == attrs.dtype and attrs.dtype in (*QUANTIZED, "int32"),
+            f"needs an {attrs.dtype} input, of {', '.join(QUANTIZED)} or int32",
+        )
         need(attrs.scale > 0, f"scale {attrs.scale} must be positive")
         return [TensorType(inputs[0].shape, "float32")]
 

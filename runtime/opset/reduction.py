@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import Operator, TensorType, need, same_dtype
+from runtime.opset.base import DTYPES, FLOATS, NUMERIC, Operator, TensorType, need, same_dtype
 
 __all__ = [
     "ArgMax",
@@ -60,7 +60,7 @@ class _Reduce(Operator):
     """A reduction of one operand over ``axes``, of the dtypes ``dtypes``."""
 
     Attrs = ReduceAttrs
-    dtypes: tuple[str, ...] = ("float32",)
+    dtypes: tuple[str, ...] = FLOATS
     nonempty = True
 
     @classmethod
@@ -73,24 +73,25 @@ class _Reduce(Operator):
 
 
 class ReduceMean(_Reduce):
-    """The float32 mean over ``axes``."""
+    """The mean over ``axes`` in the operand's float dtype (float16 summed in float32, as
+    numpy does, then rounded)."""
 
     name = "ReduceMean"
     member = "REDUCE_MEAN"
 
     @staticmethod
     def kernel(x, *, axes, keepdims):
-        x = np.asarray(x, np.float32)
-        return np.mean(x, axis=tuple(axes), keepdims=bool(keepdims), dtype=np.float32)
+        mean = np.mean(x, axis=tuple(axes), keepdims=bool(keepdims))
+        return np.asarray(mean, x.dtype)
 
 
 class ReduceSum(_Reduce):
-    """The sum over ``axes`` in the operand's dtype (float32, int32 or int64; integers wrap
-    as ONNX's do); an empty set sums to 0."""
+    """The sum over ``axes`` in the operand's dtype (any numeric one; integers wrap as ONNX's
+    do); an empty set sums to 0."""
 
     name = "ReduceSum"
     member = "REDUCE_SUM"
-    dtypes = ("float32", "int32", "int64")
+    dtypes = NUMERIC
     nonempty = False
 
     @staticmethod
@@ -99,12 +100,11 @@ class ReduceSum(_Reduce):
 
 
 class ReduceMax(_Reduce):
-    """The greatest element over ``axes`` (of any dtype but int8's neighbours: float32,
-    int8, int32, int64 or bool; a NaN wins)."""
+    """The greatest element over ``axes`` (of any dtype; a NaN wins)."""
 
     name = "ReduceMax"
     member = "REDUCE_MAX"
-    dtypes = ("float32", "int8", "int32", "int64", "bool")
+    dtypes = DTYPES
 
     @staticmethod
     def kernel(x, *, axes, keepdims):
@@ -125,8 +125,8 @@ class ArgMaxAttrs:
 
 
 class ArgMax(Operator):
-    """ONNX ArgMax: the int64 index of the greatest element along ``axis`` (of float32, int8,
-    int32 or int64 operands); ties resolve to the first index, or to the last with
+    """ONNX ArgMax: the int64 index of the greatest element along ``axis`` (of a numeric
+    operand); ties resolve to the first index, or to the last with
     ``select_last_index``."""
 
     name = "ArgMax"
@@ -135,7 +135,7 @@ class ArgMax(Operator):
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        same_dtype(inputs, "float32", "int8", "int32", "int64")
+        same_dtype(inputs, *NUMERIC)
         shape = _reduced_shape(inputs[0].shape, (attrs.axis,), attrs.keepdims, nonempty=True)
         return [TensorType(shape, "int64")]
 
@@ -168,7 +168,7 @@ TOPK_OUTPUTS = ("values", "indices")
 
 class TopK(Operator):
     """ONNX TopK, one output of it: the ``k`` largest (or smallest) elements along ``axis`` of
-    a float32, int8, int32 or int64 operand, greatest (or least) first, as ``output`` says their
+    a numeric operand, greatest (or least) first, as ``output`` says their
     values (the operand's dtype) or their int64 indices along ``axis``. Equal elements come in
     the order of their indices, the lower first (as ONNX defines it), in both directions; the
     result is sorted even where ``sorted`` is false (ONNX leaves that order open). A NaN counts
@@ -180,7 +180,7 @@ class TopK(Operator):
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        dtype = same_dtype(inputs, "float32", "int8", "int32", "int64")
+        dtype = same_dtype(inputs, *NUMERIC)
         shape = inputs[0].shape
         need(attrs.output in TOPK_OUTPUTS, f"output {attrs.output!r} is not values or indices")
         need(

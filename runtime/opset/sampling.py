@@ -30,7 +30,7 @@ __all__ = [
 _F32 = np.float32
 
 #: Resize's interpolation modes.
-RESIZE_MODES = ("nearest", "linear")
+RESIZE_MODES = ("nearest", "linear", "cubic")
 #: Resize's coordinate transformations (ONNX's, less ``tf_crop_and_resize`` and
 #: ``tf_half_pixel_for_nearest``, which onnxruntime does not run either).
 COORDINATE_MODES = (
@@ -48,13 +48,16 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 class ResizeAttrs:
     """``size`` is the output's (H, W); ``scales`` the (H, W) scales that ONNX's coordinate
     transformations divide by (``size[i] / input[i]`` where the model gave sizes; None means
-    that ratio). The modes are ONNX Resize's attributes of the same names."""
+    that ratio). The modes, ``cubic_coeff_a`` and ``exclude_outside`` are ONNX Resize's
+    attributes of the same names (the last two matter to cubic interpolation only)."""
 
     size: tuple[int, int]
     scales: tuple[float, float] | None = None
     mode: str = "nearest"
     coordinate_transformation_mode: str = "half_pixel"
     nearest_mode: str = "round_prefer_floor"
+    cubic_coeff_a: float = -0.75
+    exclude_outside: bool = False
 
 
 def _source_coords(out: int, length: int, scale: float, transform: str) -> np.ndarray:
@@ -91,11 +94,40 @@ def _nearest_index(coords: np.ndarray, length: int, nearest_mode: str) -> np.nda
     return np.clip(index, 0, length - 1).astype(np.int64)
 
 
+def _cubic_weights(ratio: np.ndarray, a: float) -> np.ndarray:
+    """The weights ``(out, 4)`` of the neighbours at offsets -1, 0, 1, 2 from the floor of each
+    coordinate, ``ratio`` past it: Keys' cubic convolution kernel with coefficient ``a``."""
+    distance = np.abs(np.arange(-1, 3)[None, :] - ratio[:, None])
+    near = ((a + 2) * distance - (a + 3)) * distance * distance + 1
+    far = ((a * distance - 5 * a) * distance + 8 * a) * distance - 4 * a
+    return np.where(distance <= 1, near, np.where(distance < 2, far, 0.0))
+
+
+def _cubic_axis(x: np.ndarray, axis: int, coords: np.ndarray, attrs: dict) -> np.ndarray:
+    """Cubic interpolation along ``axis`` at ``coords``, in float64 (as onnx's reference):
+    the four neighbours around each coordinate, indices past the input clamped to its edge
+    or, with ``exclude_outside``, weighted 0 and the other weights scaled to sum to 1."""
+    length = x.shape[axis]
+    coords = coords.astype(np.float64)
+    low = np.floor(coords)
+    weights = _cubic_weights(coords - low, float(attrs["cubic_coeff_a"]))
+    index = low.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    if attrs["exclude_outside"]:
+        weights = np.where((index >= 0) & (index < length), weights, 0.0)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    taken = np.take(x.astype(np.float64), np.clip(index, 0, length - 1), axis=axis)
+    # taken: the axis replaced by (out, 4); contract the 4 neighbours with the weights
+    moved = np.moveaxis(taken, (axis, axis + 1), (-2, -1))
+    return np.moveaxis(np.einsum("...ok,ok->...o", moved, weights), -1, axis)
+
+
 def _resize_axis(x: np.ndarray, axis: int, out: int, scale: float, attrs: dict) -> np.ndarray:
     length = x.shape[axis]
     coords = _source_coords(out, length, scale, attrs["coordinate_transformation_mode"])
     if attrs["mode"] == "nearest":
         return np.take(x, _nearest_index(coords, length, attrs["nearest_mode"]), axis=axis)
+    if attrs["mode"] == "cubic":
+        return _cubic_axis(x, axis, coords, attrs).astype(x.dtype)
     coords = np.clip(coords, _F32(0), _F32(length - 1))
     low = np.floor(coords).astype(np.int64)
     high = np.minimum(low + 1, length - 1)
@@ -116,7 +148,9 @@ class Resize(Operator):
     centres aligned; ``align_corners``: ``x * (in - 1) / (out - 1)``; ``asymmetric``:
     ``x / scale``). ``nearest`` takes the
     input element at that coordinate rounded by ``nearest_mode``, ``linear`` interpolates the two
-    neighbours on each axis (bilinear), indices clamped to the input either way.
+    neighbours on each axis (bilinear), ``cubic`` the four (Keys' kernel with
+    ``cubic_coeff_a``; ``exclude_outside`` drops the neighbours past the input), indices
+    clamped to the input in each mode.
     """
 
     name = "Resize"
@@ -148,12 +182,24 @@ class Resize(Operator):
         return [TensorType((x[0], x[1], *attrs.size), "float32")]
 
     @staticmethod
-    def kernel(x, *, size, scales, mode, coordinate_transformation_mode, nearest_mode):
+    def kernel(
+        x,
+        *,
+        size,
+        scales,
+        mode,
+        coordinate_transformation_mode,
+        nearest_mode,
+        cubic_coeff_a,
+        exclude_outside,
+    ):
         y = np.asarray(x, _F32)
         modes = dict(
             mode=mode,
             coordinate_transformation_mode=coordinate_transformation_mode,
             nearest_mode=nearest_mode,
+            cubic_coeff_a=cubic_coeff_a,
+            exclude_outside=exclude_outside,
         )
         for axis in (2, 3):
             out = int(size[axis - 2])
@@ -163,8 +209,9 @@ class Resize(Operator):
 
     @staticmethod
     def macs(attrs, inputs, outputs):
-        # two multiply-accumulates per axis for each output element of a linear resize
-        return 0 if attrs.mode == "nearest" else 4 * outputs[0].size
+        # per output element: two (linear) or four (cubic) multiply-accumulates per axis
+        taps = {"nearest": 0, "linear": 2, "cubic": 4}[attrs.mode]
+        return 2 * taps * outputs[0].size
 
 
 @dataclass(frozen=True)

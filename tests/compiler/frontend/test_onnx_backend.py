@@ -6,6 +6,14 @@ model per operator variant (attribute combinations, broadcasting, dtypes, opsets
 Every case whose nodes all use an operator of :data:`OPERATORS_IN_SCOPE` (default domain) and
 whose inputs and outputs are tensors is imported with ``from_onnx`` and run with ``run_graph``.
 
+ONNX's cases feed as graph inputs what vtaforge needs as constants at import (Reshape's shape,
+a reduction's axes, Pad's pads, TopK's ``k``, Resize's sizes): shapes are static here. Where an
+import is refused with an :class:`UnsupportedOperator` whose ``needs_constant`` names graph
+inputs, the case is imported again with exactly those inputs bound to the data set's arrays
+(``from_onnx(..., constants=...)``, as TVM's ``bind_params_by_name``), repeated while the
+refusals name new inputs, and run with the remaining inputs fed; a refusal that names no new
+input stands.
+
 A case passes in one of two ways: its outputs match the expected ones (same dtype, same shape,
 values within ``rtol=1e-3, atol=1e-4`` or the case's own looser tolerance), or importing or
 running it raises a :class:`isa.VtaforgeError`, a typed refusal that names why (an attribute
@@ -30,8 +38,10 @@ from onnx import numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.case.test_case import TestCase
 
+from compiler.errors import UnsupportedOperator
 from compiler.frontend import from_onnx
 from compiler.graph.interpret import run_graph
+from compiler.graph.ir import Graph
 from isa import VtaforgeError
 
 #: The operators whose backend cases are run (ONNX op types, default domain).
@@ -151,6 +161,21 @@ def _mismatch(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
     return None
 
 
+def import_binding(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> Graph:
+    """``model``'s graph, binding as constants the graph inputs that its refusals name in
+    ``needs_constant`` (to their arrays in ``feeds``) until none names a new one."""
+    constants: dict[str, np.ndarray] = {}
+    while True:
+        shapes = {n: a.shape for n, a in feeds.items() if n not in constants}
+        try:
+            return from_onnx(model, input_shapes=shapes, constants=constants)
+        except UnsupportedOperator as err:
+            new = [n for n in err.needs_constant if n not in constants and n in feeds]
+            if not new:
+                raise
+            constants.update((n, feeds[n]) for n in new)
+
+
 def _untyped(err: Exception, stage: str) -> tuple[str, str]:
     text = " ".join(str(err).split())
     return UNTYPED, f"{stage}: {type(err).__name__}: {text[:200]}"
@@ -166,7 +191,7 @@ def classify(name: str) -> tuple[str, str]:
         feeds = _inputs(case, arrays)
         stage = "import"
         try:
-            graph = from_onnx(case.model, input_shapes={n: a.shape for n, a in feeds.items()})
+            graph = import_binding(case.model, feeds)
             stage = "run"
             with np.errstate(all="ignore"):
                 got = run_graph(graph, {n: feeds[n] for n in graph.inputs})
