@@ -3,7 +3,8 @@ configuration into a :class:`CompiledModel`, through one named list of stages.
 
 The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants``,
 ``fold_batch_norm``, ``quantize`` (calibrated on the given samples; fuses conv + bias + relu +
-requantisation and add + relu), ``split_grouped`` (a grouped or depthwise convolution wider than a
+requantisation and add + relu), ``simplify`` (chains of reshapes and transposes as one node,
+repeated nodes merged), ``split_grouped`` (a grouped or depthwise convolution wider than a
 channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``partition``
 (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
@@ -32,6 +33,7 @@ from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph, node_names
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
+from compiler.graph.passes.simplify import simplify
 from compiler.model.cpu_kernels import cpu_library
 from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
@@ -47,6 +49,7 @@ STAGES = (
     "fold_constants",
     "fold_batch_norm",
     "quantize",
+    "simplify",
     "split_grouped",
     "partition",
     "plan",
@@ -149,6 +152,7 @@ def compile_model(
             mul_bits=cfg.mul_arg_bits,
         ),
     )
+    qgraph = stage("simplify", lambda: simplify(qgraph, keep=cpu_only))
     qgraph = stage("split_grouped", lambda: split_grouped(qgraph, env, keep=cpu_only))
     parts = stage("partition", lambda: partition(qgraph, cfg, cpu_only=cpu_only))
     plan = stage("plan", lambda: plan_model(qgraph, parts, env))

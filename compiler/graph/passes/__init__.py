@@ -3,5 +3,14 @@
 
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import Calibration, calibrate, exponent, quantize
+from compiler.graph.passes.simplify import simplify
 
-__all__ = ["Calibration", "calibrate", "exponent", "fold_batch_norm", "fold_constants", "quantize"]
+__all__ = [
+    "Calibration",
+    "calibrate",
+    "exponent",
+    "fold_batch_norm",
+    "fold_constants",
+    "quantize",
+    "simplify",
+]

@@ -13,8 +13,9 @@ import numpy as np
 from compiler.errors import GraphError
 from compiler.graph.interpret import run_node
 from compiler.graph.ir import Graph, GraphBuilder, Node, Op, TensorType, copy_into
+from compiler.graph.patterns import find, pat
 
-__all__ = ["fold_batch_norm", "fold_constants"]
+__all__ = ["BN_AFTER_CONV", "fold_batch_norm", "fold_constants"]
 
 
 def fold_constants(graph: Graph) -> Graph:
@@ -58,7 +59,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
     convolution then writes the normalisation's output with weights ``w * s`` and bias
     ``(b - mean) * s + beta``, ``s = scale / sqrt(var + epsilon)`` per output channel (computed
     in float64, stored as float32). Other batch normalisations stay as they are."""
-    plans = {conv.name: bn for bn in graph.nodes if (conv := _foldable_conv(graph, bn))}
+    plans = {m.nodes["conv"].name: m.root for m in find(BN_AFTER_CONV, graph)}
     folded = {bn.name for bn in plans.values()}
     builder = GraphBuilder(graph.name)
     copy_into(builder, graph)
@@ -70,16 +71,17 @@ def fold_batch_norm(graph: Graph) -> Graph:
     return builder.build(graph.outputs)
 
 
-def _foldable_conv(graph: Graph, bn: Node) -> Node | None:
-    """The convolution that ``bn`` can be folded into, None if there is none."""
-    if bn.op is not Op.BATCH_NORM:
-        return None
-    conv = graph.producer(bn.inputs[0])
-    if conv is None or conv.op is not Op.CONV:
-        return None
-    only_reader = graph.consumers(bn.inputs[0]) == (bn,) and bn.inputs[0] not in graph.outputs
-    constant = all(v in graph.params for v in (*conv.inputs[1:], *bn.inputs[1:]))
-    return conv if only_reader and constant else None
+def _constant_operands(graph: Graph, node: Node) -> bool:
+    return all(v in graph.params for v in node.inputs[1:])
+
+
+#: A batch normalisation of constant statistics that alone reads a convolution of constant
+#: weights (and bias): folded into the convolution.
+BN_AFTER_CONV = pat(
+    Op.BATCH_NORM,
+    inputs=[pat(Op.CONV, name="conv", where=_constant_operands)],
+    where=_constant_operands,
+)
 
 
 def _add_folded_conv(builder: GraphBuilder, graph: Graph, conv: Node, bn: Node) -> None:

@@ -57,9 +57,12 @@ from compiler.graph.ir import (
     ReshapeAttrs,
     node_names,
 )
+from compiler.graph.patterns import const, find, pat
 from isa.errors import did_you_mean
 
 __all__ = [
+    "ACTIVATION",
+    "BIAS",
     "PASS_THROUGH",
     "QUANTIZE_RULES",
     "Calibration",
@@ -98,6 +101,35 @@ def _rule(op: Op, *produces: Op) -> Callable[[Callable], Callable]:
         return apply
 
     return register
+
+
+def _clips_at_zero(graph: Graph, node: Node) -> bool:
+    return node.op is Op.RELU or (isinstance(node.attrs, ClipAttrs) and node.attrs.lo == 0)
+
+
+def _adds_a_bias(graph: Graph, add: Node) -> bool:
+    """Whether ``add`` adds a parameter of one value per channel of the last axis to a value
+    of its own type (as frontends write a Linear layer's bias)."""
+    values = [v for v in add.inputs if v not in graph.params]
+    biases = [graph.params[v] for v in add.inputs if v in graph.params]
+    out = graph.types[add.outputs[0]]
+    if len(values) != 1 or len(biases) != 1 or graph.types[values[0]] != out or not out.shape:
+        return False
+    return biases[0].size == out.shape[-1] and biases[0].shape[-1:] == out.shape[-1:]
+
+
+#: The activation a requantising node absorbs: a ReLU, or a clip whose low end is zero, that
+#: alone reads the node's output (its clip becomes the requantisation's).
+ACTIVATION = pat(Op.RELU, Op.CLIP, inputs=[pat(name="producer")], where=_clips_at_zero)
+
+#: The bias a dense layer of constant weights absorbs: an Add of one value per output channel
+#: that alone reads the product.
+BIAS = pat(
+    Op.ADD,
+    inputs=[pat(Op.MATMUL, name="product"), const(name="bias")],
+    commutative=True,
+    where=_adds_a_bias,
+)
 
 
 #: Elements of each value kept per calibration sample to choose its exponent.
@@ -202,6 +234,12 @@ class _Quantizer:
         self.ints: dict[str, tuple[str, int]] = {}  # original value -> (int8 value, exponent)
         self.fused: set[str] = set()  # activation nodes absorbed by their producer
         self.flat: dict[str, str] = {}  # original value -> its int8 rows, flattened to 2-D
+        #: producer's output -> the activation node that may be fused into the producer
+        self.activations = {
+            m.nodes["producer"].outputs[0]: m.root for m in find(ACTIVATION, graph, exclude=keep)
+        }
+        #: MatMul node -> the match of the bias Add that may be folded into it
+        self.biases = {m.nodes["product"].name: m for m in find(BIAS, graph, exclude=keep)}
 
     def run(self) -> Graph:
         g = self.graph
@@ -263,18 +301,14 @@ class _Quantizer:
         self.floats.update(zip(node.outputs, outputs, strict=True))
 
     def _activation(self, node: Node) -> tuple[Node | None, int, float]:
-        """The Relu or Clip(0, hi) that alone consumes ``node``'s output, fused into it:
-        (that node, the clip's low end in int8, its float high end or inf)."""
-        value = node.outputs[0]
-        users = self.graph.consumers(value)
-        if len(users) != 1 or value in self.graph.outputs or users[0].name in self.keep:
+        """The activation fused into ``node`` (:data:`ACTIVATION` matched at the node reading
+        its output): (that node, the clip's low end in int8, its float high end or inf)."""
+        found = self.activations.get(node.outputs[0])
+        if found is None:
             return None, -128, math.inf
-        user = users[0]
-        if user.op is Op.RELU:
-            return user, 0, math.inf
-        if user.op is Op.CLIP and isinstance(user.attrs, ClipAttrs) and user.attrs.lo == 0:
-            return user, 0, user.attrs.hi
-        return None, -128, math.inf
+        if found.op is Op.RELU:
+            return found, 0, math.inf
+        return found, 0, found.attrs.hi
 
     def _finish(self, node: Node, act: Node | None) -> tuple[str, int]:
         """Mark the fused activation, and name the requantised output and its exponent."""
@@ -442,12 +476,12 @@ class _Quantizer:
         w = np.ascontiguousarray(weights[0].T)  # [M, K]
         out_shape = self.graph.types[node.outputs[0]].shape
         fused, bias = node, None
-        users = self.graph.consumers(node.outputs[0])
-        if len(users) == 1 and node.outputs[0] not in self.graph.outputs:
-            bias = self._bias_of(users[0], node.outputs[0], w.shape[0])
-            if bias is not None:
-                fused = Node(node.name, node.op, node.inputs, users[0].outputs, node.attrs)
-                self.fused.add(users[0].name)
+        added = self.biases.get(node.name)
+        if added is not None:
+            add = added.root
+            bias = self.g_params[added.values["bias"]].reshape(w.shape[0])
+            fused = Node(node.name, node.op, node.inputs, add.outputs, node.attrs)
+            self.fused.add(add.name)
         q_x, e_x = self._int_value(node.inputs[0])
         rows = int(np.prod(x_type.shape[:-1], dtype=np.int64))
         if node.inputs[0] in self.flat:  # a dense layer's rows, before their unflatten
@@ -505,19 +539,6 @@ class _Quantizer:
         if self.b.type_of(value).shape == shape:
             return value
         return self.b.add1(Op.RESHAPE, [value], ReshapeAttrs(shape), name=self.b.fresh(name))
-
-    def _bias_of(self, add: Node, product: str, channels: int) -> np.ndarray | None:
-        """The constant operand of ``add`` (the other operand being ``product``) as a bias of
-        ``channels`` values, or None where ``add`` is no such addition."""
-        if add.op is not Op.ADD or add.name in self.keep:
-            return None
-        other = add.inputs[1] if add.inputs[0] == product else add.inputs[0]
-        array = self.g_params.get(other)
-        if array is None or array.size != channels or array.shape[-1:] != (channels,):
-            return None
-        if self.graph.types[add.outputs[0]] != self.graph.types[product]:
-            return None
-        return array.reshape(channels)
 
     @_rule(Op.ADD, Op.QADD)
     def _add(self, node: Node) -> bool:

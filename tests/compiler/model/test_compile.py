@@ -278,6 +278,13 @@ def test_attention_matmuls_run_on_the_gemm_core(device):
     assert devices["scores"] == ("QBatchMatMul", "accel") == devices["context"]
     assert sum(p.device == "accel" for p in model.partition.placements) == 6
     assert [s.op for s in model.image.steps].count("PackWeights") == 2
+    # simplified: the three Linear layers read one flattened copy of the input, and no
+    # reshape reads a reshape
+    assert len(model.graph.consumers("x_int8")) == 1
+    for node in model.graph.nodes:
+        producer = model.graph.producer(node.inputs[0])
+        if node.op is Op.RESHAPE and producer is not None:
+            assert producer.op is not Op.RESHAPE, node
     x = samples(graph, 1, seed=2)[0]
     got = _output(model.run(x, device), model)
     np.testing.assert_array_equal(got, model.reference(x)[0])
