@@ -28,6 +28,7 @@ from compiler.ir import LoweredFunc
 from compiler.ops.knobs import Template
 from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
+from runtime.opset.windows import window_count
 
 __all__ = [
     "ACCEL_TEMPLATES",
@@ -277,8 +278,16 @@ def _add(env: Env, graph: Graph, node: Node) -> AccelOp:
     return AccelOp(node.name, ADD, holders, params, {})
 
 
+_FOUR_D = Requirement(
+    "a 4-D (NCHW) input",
+    lambda _env, graph, node: len(graph.types[node.inputs[0]].shape) == 4,
+    lambda node: "pooling of other than 4-D (NCHW) inputs",
+)
+
+
 @_template(
     Op.QMAX_POOL,
+    _FOUR_D,
     _attr(
         "square window",
         lambda a: a.kernel[0] == a.kernel[1],
@@ -286,21 +295,36 @@ def _add(env: Env, graph: Graph, node: Node) -> AccelOp:
     ),
     _EQUAL_STRIDES,
     _EQUAL_PADS,
-    _attr("no ceil mode", lambda a: not a.ceil_mode, lambda a: "ceil_mode"),
     Requirement(
-        "padded only after a ReLU (a non-negative input: the DMA pads with zeros)",
-        lambda _env, graph, node: node.attrs.pads[0] == 0 or non_negative(graph, node.inputs[0]),
+        "padded (or run past the input by ceil mode) only after a ReLU (a non-negative input: "
+        "the DMA pads with zeros)",
+        lambda _env, graph, node: (
+            not _reads_padding(graph, node) or non_negative(graph, node.inputs[0])
+        ),
         lambda node: "padding needs a non-negative input (the DMA pads with zeros)",
     ),
 )
 def _max_pool(env: Env, graph: Graph, node: Node) -> AccelOp:
     a = node.attrs
     data = _activation(env, graph, node.inputs[0], "data")
-    params = dict(window=a.kernel[0], stride=a.strides[0], padding=a.pads[0])
+    params = dict(window=a.kernel[0], stride=a.strides[0], padding=a.pads[0], ceil_mode=a.ceil_mode)
     return AccelOp(node.name, MAX_POOL, (data,), params, {})
 
 
-@_template(Op.QGLOBAL_AVG_POOL)
+def _reads_padding(graph: Graph, node: Node) -> bool:
+    """Whether a pooling's windows reach outside its input: it is padded, or ceil mode adds
+    a window that runs past the far edge."""
+    a = node.attrs
+    if any(a.pads):
+        return True
+    sizes = graph.types[node.inputs[0]].shape[2:]
+    return any(
+        window_count(size, k, s, (0, 0), ceil=a.ceil_mode) != window_count(size, k, s, (0, 0))
+        for size, k, s in zip(sizes, a.kernel, a.strides, strict=True)
+    )
+
+
+@_template(Op.QGLOBAL_AVG_POOL, _FOUR_D)
 def _global_avg(env: Env, graph: Graph, node: Node) -> AccelOp:
     """The divisor must be the one the template computes for the configuration's multiplier
     width (the quantizer chooses it so)."""

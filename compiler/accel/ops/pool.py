@@ -1,10 +1,12 @@
 """Pooling on the accelerator's ALU: max pooling and global average pooling of int8
 activations packed ``(N/B, C/BLOCK_OUT, H, W, B, BLOCK_OUT)``. VTA ran both on the CPU.
 
-Max pooling (any window, stride, padding) is one MAX per window tap over a tile's rows, after
-copying the first tap. Padding is zeros (the DMA's), which equals the usual -inf padding
-whenever the input is non-negative, as after a ReLU (ResNet's max pooling): the declaration
-says zeros, and the reference must too.
+Max pooling (any window, stride, padding; ``ceil_mode`` as ONNX's, the last windows running
+past the input and its padding as far as the count needs) is one MAX per window tap over a
+tile's rows, after copying the first tap. Padding is zeros (the DMA's, on the far side as
+much more as ceil mode needs), which equals the usual -inf padding whenever the input is
+non-negative, as after a ReLU (ResNet's max pooling): the declaration says zeros, and the
+reference must too.
 
 Global average pooling sums every pixel of a channel block (ADD per pixel, channel blocks
 innermost so consecutive steps write different rows) and divides by ``H * W`` as
@@ -16,6 +18,7 @@ configuration without ``alu_mul`` the other sizes are a CompileError.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -23,49 +26,85 @@ from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops._tiles import check_activation, check_tiles, tile_space, tiled_schedule
 from compiler.errors import CompileError
-from compiler.ops import nn, out_size
+from compiler.ops import nn
 from compiler.ops.knobs import Config, Knob, KnobSpace, Template
 from compiler.schedule import Schedule, create_schedule
 from compiler.te import Tensor
 from isa import AluOp
+from runtime.opset.windows import window_count
 
 __all__ = ["GLOBAL_AVG_POOL", "MAX_POOL", "average_divisor"]
 
 
-def _pool_shape(data: Tensor, window: int, stride: int, padding: int) -> tuple[int, ...]:
+@dataclass(frozen=True)
+class _Pooling:
+    """A max pooling's geometry: the output shape, and the padding on the near side and on
+    the far side of each spatial axis (more there in ceil mode)."""
+
+    shape: tuple[int, ...]
+    before: int
+    after: tuple[int, int]
+
+
+def _pooling(data: Tensor, window: int, stride: int, padding: int, ceil_mode: bool) -> _Pooling:
     n, c, h, w, b, i = data.shape
-    oh, ow = out_size(h, window, stride, padding), out_size(w, window, stride, padding)
-    if oh < 1 or ow < 1 or window < 1 or stride < 1 or padding < 0:
+    if window < 1 or stride < 1 or padding < 0:
         raise CompileError(f"window {window}, stride {stride}, padding {padding}", op="max_pool")
-    return (n, c, oh, ow, b, i)
+    pads = (padding, padding)
+    oh, ow = (window_count(size, window, stride, pads, ceil=ceil_mode) for size in (h, w))
+    if oh < 1 or ow < 1:
+        raise CompileError(f"window {window}, stride {stride}, padding {padding}", op="max_pool")
+    after = tuple(
+        max(padding, (out - 1) * stride + window - size - padding)
+        for out, size in ((oh, h), (ow, w))
+    )
+    return _Pooling((n, c, oh, ow, b, i), padding, after)
 
 
-def _max_rows(data: Tensor, window: int, stride: int, padding: int) -> Any:
+def _max_rows(data: Tensor, window: int, stride: int, pooling: _Pooling) -> Any:
     def rows(config: Config) -> int:
         in_h = (config["tile_h"] - 1) * stride + window
-        return config["tile_c"] * in_h * (data.shape[3] + 2 * padding)
+        return config["tile_c"] * in_h * (data.shape[3] + pooling.before + pooling.after[1])
 
     return rows
 
 
 def _max_space(
-    data: Tensor, *, env: Env, window: int = 2, stride: int = 2, padding: int = 0, **_: Any
+    data: Tensor,
+    *,
+    env: Env,
+    window: int = 2,
+    stride: int = 2,
+    padding: int = 0,
+    ceil_mode: bool = False,
+    **_: Any,
 ) -> KnobSpace:
     check_activation(env, data, "max_pool")
-    shape = _pool_shape(data, window, stride, padding)
-    return tile_space(
-        env, "max_pool", shape, _max_rows(data, window, stride, padding), window**2 + 1
-    )
+    pooling = _pooling(data, window, stride, padding, ceil_mode)
+    rows = _max_rows(data, window, stride, pooling)
+    return tile_space(env, "max_pool", pooling.shape, rows, window**2 + 1)
 
 
 def _max_declare(
-    data: Tensor, *, cfg: Config, env: Env, window: int = 2, stride: int = 2, padding: int = 0
+    data: Tensor,
+    *,
+    cfg: Config,
+    env: Env,
+    window: int = 2,
+    stride: int = 2,
+    padding: int = 0,
+    ceil_mode: bool = False,
 ) -> tuple[Schedule, Tensor]:
     check_activation(env, data, "max_pool")
-    shape = _pool_shape(data, window, stride, padding)
-    check_tiles(env, "max_pool", shape, cfg, _max_rows(data, window, stride, padding))
-    p = padding
-    padded = nn.pad(data, [0, 0, p, p, 0, 0], name="data_pad") if p else data
+    pooling = _pooling(data, window, stride, padding, ceil_mode)
+    shape = pooling.shape
+    check_tiles(env, "max_pool", shape, cfg, _max_rows(data, window, stride, pooling))
+    p, (after_h, after_w) = pooling.before, pooling.after
+    padded = (
+        nn.pad(data, [0, 0, p, p, 0, 0], [0, 0, after_h, after_w, 0, 0], name="data_pad")
+        if p or after_h or after_w
+        else data
+    )
     loaded = te.compute(padded.shape, lambda *i: padded(*i).astype(env.acc_dtype), name="data_acc")
     taps = [(dy, dx) for dy in range(window) for dx in range(window)]
 
@@ -76,12 +115,12 @@ def _max_declare(
     result = te.compute(shape, pooled, name="res_max")
     res = te.compute(shape, lambda *i: result(*i).astype(env.out_dtype), name="res")
     s = tiled_schedule(env, res, [loaded], [result], cfg)
-    if p:
+    if padded is not data:
         s[padded].compute_inline()
     return s, res
 
 
-#: ``MAX_POOL(data, env=env, window=2, stride=2, padding=0, config=...)``.
+#: ``MAX_POOL(data, env=env, window=2, stride=2, padding=0, ceil_mode=False, config=...)``.
 MAX_POOL = Template("max_pool_packed", _max_space, _max_declare)
 
 

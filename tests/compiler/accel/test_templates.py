@@ -139,19 +139,28 @@ def test_residual_add(env):
 
 
 @ENVS
-@pytest.mark.parametrize(("window", "stride", "padding"), [(3, 2, 1), (2, 2, 0)])
-def test_max_pool(env, window, stride, padding):
+@pytest.mark.parametrize(
+    ("window", "stride", "padding", "ceil_mode", "size"),
+    [(3, 2, 1, False, 9), (2, 2, 0, False, 9), (3, 2, 0, True, 8), (2, 2, 1, True, 9)],
+)
+def test_max_pool(env, window, stride, padding, ceil_mode, size):
     rng = np.random.default_rng(3)
-    channels, size = 2 * env.BLOCK_OUT, 9
+    channels = 2 * env.BLOCK_OUT
     x = _activation(env, rng, channels, size, low=0)  # after a ReLU: zero padding is exact
     xp = pack_nchw(x, env, block=env.BLOCK_OUT)
     data = te.placeholder(xp.shape, env.out_dtype, "data")
-    s, res = MAX_POOL(data, env=env, window=window, stride=stride, padding=padding)
+    s, res = MAX_POOL(
+        data, env=env, window=window, stride=stride, padding=padding, ceil_mode=ceil_mode
+    )
     f = build(s, [data, res], target=env.target)
     out = np.zeros(res.shape, np.int8)
     f(xp, out)
-    padded = np.pad(x, ((0, 0), (0, 0), (padding,) * 2, (padding,) * 2))
-    oh = (size + 2 * padding - window) // stride + 1
+    span = size + 2 * padding - window
+    oh = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (oh - 1) * stride >= size + padding:  # ONNX: starts inside the input
+        oh -= 1
+    far = max(padding, (oh - 1) * stride + window - size - padding)
+    padded = np.pad(x, ((0, 0), (0, 0), (padding, far), (padding, far)))
     taps = [
         padded[:, :, dy : dy + stride * oh : stride, dx : dx + stride * oh : stride]
         for dy in range(window)

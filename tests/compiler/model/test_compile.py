@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from compiler.accel.env import Env
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
-from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op, QConvAttrs
+from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op, PoolAttrs, QConvAttrs
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from compiler.model.accel_ops import dense_weights
@@ -312,6 +312,30 @@ def test_attention_of_any_shape_is_bit_exact_on_the_functional_simulator(
     placed = [p.device for p in model.partition.placements if p.op == "QBatchMatMul"]
     assert placed == ["accel", "accel"]
     x = samples(graph, 1, seed=seed + 1)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
+@pytest.mark.parametrize("after_relu", [True, False])
+def test_a_ceil_mode_max_pool_runs_on_the_accelerator_after_a_relu(after_relu):
+    """A ceil-mode pooling whose last windows run past the input: on the accelerator after a
+    ReLU (the DMA's zero padding is then exact), on the CPU with the reason otherwise."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder("ceil_pool")
+    x = b.input("x", (1, 16, 12, 12))
+    w = b.param("w", (rng.standard_normal((16, 16, 3, 3)) / 12).astype(np.float32))
+    h = b.add1(Op.CONV, [x, w], ConvAttrs(pads=(1, 1, 1, 1)), name="conv")
+    if after_relu:
+        h = b.add1(Op.RELU, [h], name="relu")
+    pool = PoolAttrs((3, 3), (2, 2), ceil_mode=True)
+    graph = b.build([b.add1(Op.MAX_POOL, [h], pool, name="pool")])
+    assert graph.types["pool"].shape == (1, 16, 6, 6)  # ceil((12 - 3) / 2) + 1
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    placement = model.partition.placement("pool")
+    if after_relu:
+        assert placement.device == "accel"
+    else:
+        assert placement.device == "cpu" and "non-negative input" in placement.reason
+    x = samples(graph, 1, seed=6)[0]
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
