@@ -39,8 +39,9 @@ from compiler.graph.ir import (
     TransposeAttrs,
 )
 from runtime.opset import CastAttrs, LayerNormAttrs, ModAttrs
+from runtime.opset.arithmetic import ROUND_MODES
 from runtime.opset.movement import PAD_MODES
-from runtime.opset.quantization import QUANTIZED
+from runtime.opset.quantization import QUANTIZED, QUANTIZED_FLOATS
 from runtime.opset.reduction import ReduceAttrs
 
 __all__: list[str] = []  # importing this module registers the converters
@@ -86,13 +87,15 @@ def _conv(n: OnnxNode) -> None:
 
 
 def _pads(n: OnnxNode, extents: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
-    """A convolution's or pool's (top, left, bottom, right) pads, ``auto_pad`` resolved against
-    the window ``extents`` (dilated kernel sizes)."""
+    """A convolution's or pool's pads, the begins and then the ends of the spatial axes ((top,
+    left, bottom, right) in 2-D), ``auto_pad`` resolved against the window ``extents`` (dilated
+    kernel sizes, one per spatial axis)."""
     auto_pad = n.attrs.get("auto_pad", "NOTSET")
+    count = 2 * len(extents)
     if auto_pad == "NOTSET":
-        return n.ints("pads", (0, 0, 0, 0), 4, low=0)
+        return n.ints("pads", (0,) * count, count, low=0)
     if auto_pad == "VALID":
-        return (0, 0, 0, 0)
+        return (0,) * count
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         raise n.unsupported(f"auto_pad {auto_pad!r} is not supported")
     begin, end = [], []
@@ -184,29 +187,34 @@ def _cast(n: OnnxNode) -> None:
         dtype = f"element type {to}"
     if dtype not in DTYPES:
         raise n.unsupported(f"casts to {dtype}, not one of {', '.join(DTYPES)}")
-    n.emit(Op.CAST, n.inputs, CastAttrs(dtype))
+    round_mode = n.attrs.get("round_mode", "up")
+    if round_mode not in ROUND_MODES:
+        raise n.error(f"round_mode {round_mode!r} is not one of {', '.join(ROUND_MODES)}")
+    n.emit(Op.CAST, n.inputs, CastAttrs(dtype, bool(n.attrs.get("saturate", 1)), round_mode))
 
 
 # ----------------------------------------------------------------------------- pooling
 def _pool(op: Op) -> Converter:
+    """MaxPool and AveragePool of any spatial rank (1-D through :func:`pool_1d`, as 2-D)."""
+
     def convert(n: OnnxNode) -> None:
         if n.rank() == 3:
             pool_1d(n, op)
             return
-        if n.rank() != 4:
-            raise n.unsupported(
-                f"supports 1-D and 2-D pooling (3-D and 4-D inputs) only, got rank {n.rank()}"
-            )
-        kernel = n.ints("kernel_shape", None, 2)
-        if n.ints("dilations", (1, 1), 2) != (1, 1):
-            raise n.unsupported(f"dilations {n.attrs['dilations']} are not supported")
-        strides = n.ints("strides", (1, 1), 2)
+        if n.rank() < 3:
+            raise n.unsupported(f"needs an (N, C, *spatial) input, got rank {n.rank()}")
+        rank = n.rank() - 2
+        kernel = n.ints("kernel_shape", None, rank)
+        strides = n.ints("strides", (1,) * rank, rank)
+        dilations = n.ints("dilations", (1,) * rank, rank)
+        extents = [d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=True)]
         attrs = PoolAttrs(
             kernel,
             strides,
-            _pads(n, kernel, strides),
+            _pads(n, extents, strides),
             bool(n.attrs.get("ceil_mode", 0)),
             bool(n.attrs.get("count_include_pad", 0)),
+            dilations,
         )
         n.emit(op, n.inputs, attrs)
 
@@ -352,8 +360,9 @@ def _pad_v11(n: OnnxNode) -> None:
 
 # ----------------------------------------------------------------------------- quantization
 def _quant(op: Op) -> Converter:
-    """QuantizeLinear (to int8, uint8, int16 or uint16) and DequantizeLinear (of those or
-    int32, as biases are) with a constant per-tensor scale and zero point."""
+    """QuantizeLinear (to one of QUANTIZED) and DequantizeLinear (of those or int32, as
+    biases are) with a constant per-tensor float32 scale and zero point (0 for the float
+    types); QuantizeLinear saturates (``saturate`` must be 1, its default)."""
 
     def convert(n: OnnxNode) -> None:
         if n.attrs.get("block_size", 0):
@@ -362,7 +371,11 @@ def _quant(op: Op) -> Converter:
         zero = n.const(2, "the zero point") if n.has(2) else None
         if scale.size != 1 or (zero is not None and zero.size != 1):
             raise n.unsupported("per-axis quantization is not supported (per-tensor only)")
+        if scale.dtype != np.float32:
+            raise n.unsupported(f"supports float32 scales only, not {scale.dtype}")
         if op is Op.QUANTIZE:
+            if not n.attrs.get("saturate", 1):
+                raise n.unsupported("saturates always (saturate must be 1)")
             # the zero point's type is the output's (uint8 if it is left out) unless output_dtype
             wanted = n.attrs.get("output_dtype", 0)
             dtype = (
@@ -382,15 +395,19 @@ def _quant(op: Op) -> Converter:
                 )
         if zero is not None and str(zero.dtype) != dtype:
             raise n.error(f"the zero point is {zero.dtype}, the quantized values {dtype}")
-        zero_point = 0 if zero is None else int(zero.reshape(()))
-        n.emit(op, n.inputs[:1], QuantAttrs(float(scale.reshape(())), zero_point, dtype))
+        zero_point = 0 if zero is None else float(zero.reshape(()))
+        if dtype in QUANTIZED_FLOATS and zero_point != 0:
+            raise n.unsupported(f"the zero point of {dtype} must be 0, not {zero_point}")
+        n.emit(op, n.inputs[:1], QuantAttrs(float(scale.reshape(())), int(zero_point), dtype))
 
     return convert
 
 
-converts("QuantizeLinear", emits=[Op.QUANTIZE], attrs=["axis", "block_size", "output_dtype"])(
-    _quant(Op.QUANTIZE)
-)
+converts(
+    "QuantizeLinear",
+    emits=[Op.QUANTIZE],
+    attrs=["axis", "block_size", "output_dtype", "saturate"],
+)(_quant(Op.QUANTIZE))
 converts("DequantizeLinear", emits=[Op.DEQUANTIZE], attrs=["axis", "block_size"])(
     _quant(Op.DEQUANTIZE)
 )

@@ -18,19 +18,23 @@ import numpy as np
 
 from runtime.opset.base import (
     DTYPES,
+    FLOAT8,
     FLOATS,
     MANY,
+    NATIVE,
     NUMERIC,
     Operator,
     Origin,
     TensorType,
     broadcast,
+    limits,
     need,
     same_dtype,
 )
 from runtime.opset.integer import half, requantize
 
 __all__ = [
+    "ROUND_MODES",
     "Abs",
     "Add",
     "And",
@@ -257,7 +261,7 @@ class _Comparison(Operator):
 
     @staticmethod
     def infer(attrs, inputs, consts):
-        return [TensorType(_same(inputs, DTYPES).shape, "bool")]
+        return [TensorType(_same(inputs, NATIVE).shape, "bool")]
 
 
 class Equal(_Comparison):
@@ -348,19 +352,51 @@ class Where(Operator):
         return np.where(condition, x, y)
 
 
+#: Cast's ``round_mode`` values (how a float rounds to float8_e8m0fnu, a power of two).
+ROUND_MODES = ("up", "down", "nearest")
+
+
 @dataclass(frozen=True)
 class CastAttrs:
-    """The dtype to convert to."""
+    """The dtype to convert to; ``saturate`` and ``round_mode`` are ONNX's (see :class:`Cast`)."""
 
     to: str
+    saturate: bool = True
+    round_mode: str = "up"
+
+
+def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
+    """``x`` as float8_e8m0fnu (a biased exponent, no sign, no mantissa) as ONNX's reference
+    converts it: the float32 exponent of ``|x|``, rounded by the mantissa per ``round_mode``
+    ("up": any mantissa, "nearest": its guard bit with the round bit, sticky bits or a normal
+    exponent, "down": never); past the largest exponent is NaN unless ``saturate``; NaN and
+    infinities are NaN."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    special = exponent == 0xFF
+    if round_mode == "up":
+        up = (bits & 0x7FFFFF) > 0
+    elif round_mode == "nearest":
+        guard = (bits & 0x400000) > 0
+        up = guard & ((bits & 0x3FFFFF > 0) | (exponent > 0))
+    else:
+        up = np.zeros(bits.shape, bool)
+    up &= ~special
+    if saturate:
+        up &= exponent != 0xFE
+    exponent = np.where(special, 0xFF, exponent + up).astype(np.uint8)
+    return exponent.view(np.dtype("float8_e8m0fnu"))
 
 
 class Cast(Operator):
-    """Conversion to ``to`` (any of :data:`~runtime.opset.base.DTYPES`), as numpy's ``astype``
-    and ONNX's Cast: floats round to nearest (even) in a narrower float and overflow to
-    infinity, floats to integers truncate toward zero (a value outside the integer's range, as
-    NaN, is undefined in ONNX), integers wrap, anything to bool is "not zero". ONNX's
-    ``saturate`` concerns the float8 types only, which are not among the dtypes."""
+    """Conversion to ``to`` (any of :data:`~runtime.opset.base.DTYPES`), as numpy's (and
+    ml_dtypes') ``astype`` and ONNX's Cast: floats round to nearest (even) in a narrower float
+    and overflow to infinity (or NaN, in a type without infinities), floats to integers
+    truncate toward zero (a value outside the integer's range, as NaN, is undefined in ONNX),
+    integers wrap (int4 and int2 too), anything to bool is "not zero". With ``saturate`` (ONNX's
+    default) a value past the range of one of the :data:`~runtime.opset.base.FLOAT8` types
+    becomes its largest finite value (of that sign; NaN stays NaN); float8_e8m0fnu rounds per
+    ``round_mode`` (one of :data:`ROUND_MODES`; see :func:`_to_e8m0`)."""
 
     name = "Cast"
     member = "CAST"
@@ -369,12 +405,21 @@ class Cast(Operator):
     @staticmethod
     def infer(attrs, inputs, consts):
         need(attrs.to in DTYPES, f"cannot cast to {attrs.to!r}")
+        need(
+            attrs.round_mode in ROUND_MODES,
+            f"round_mode {attrs.round_mode!r} is not one of {', '.join(ROUND_MODES)}",
+        )
         return [TensorType(inputs[0].shape, attrs.to)]
 
     @staticmethod
-    def kernel(x, *, to):
+    def kernel(x, *, to, saturate=True, round_mode="up"):
+        x = np.asarray(x)
         with np.errstate(invalid="ignore", over="ignore"):
-            return np.asarray(x).astype(to)
+            if to == "float8_e8m0fnu":
+                return _to_e8m0(x, bool(saturate), round_mode)
+            if saturate and to in FLOAT8:
+                x = np.clip(x, *limits(to))
+            return x.astype(to)
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,21 @@ import numpy as np
 
 from isa.errors import VtaforgeError
 
+try:  # the narrow dtypes are ml_dtypes' numpy types; importing it registers their names
+    import ml_dtypes
+except ImportError:  # numpy alone (as on a board): the narrow dtypes are not among DTYPES
+    ml_dtypes = None
+
 __all__ = [
     "DTYPES",
+    "FLOAT8",
     "FLOATS",
     "INTEGERS",
     "MANY",
+    "NARROW",
+    "NARROW_FLOATS",
+    "NARROW_INTEGERS",
+    "NATIVE",
     "NUMERIC",
     "OPERATORS",
     "AxisAttrs",
@@ -48,6 +58,7 @@ __all__ = [
     "f32",
     "floating",
     "kernel_kwargs",
+    "limits",
     "need",
     "resolve_axis",
     "same_dtype",
@@ -59,8 +70,19 @@ FLOATS = ("float32", "float16", "float64")
 INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 #: The element types that arithmetic takes.
 NUMERIC = FLOATS + INTEGERS
+#: numpy's own element types: what the operators that take any dtype take.
+NATIVE = (*NUMERIC, "bool")
+#: The float8 types with ONNX's ``saturate`` (a value past the largest finite one becomes it).
+FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+#: The narrow float types (as ml_dtypes names them; empty without ml_dtypes).
+NARROW_FLOATS = (*FLOAT8, "float8_e8m0fnu", "float4_e2m1fn", "bfloat16") if ml_dtypes else ()
+#: The narrow integer types (empty without ml_dtypes).
+NARROW_INTEGERS = ("int4", "uint4", "int2", "uint2") if ml_dtypes else ()
+#: The element types that ml_dtypes adds to numpy: values of them are moved (graph inputs,
+#: constants), converted (Cast), quantized and dequantized only; arithmetic refuses them.
+NARROW = NARROW_FLOATS + NARROW_INTEGERS
 #: The element types a value may have.
-DTYPES = (*NUMERIC, "bool")
+DTYPES = (*NATIVE, *NARROW)
 
 
 class OperatorError(VtaforgeError, ValueError):
@@ -81,6 +103,14 @@ def floating(array: np.ndarray) -> np.ndarray:
     float32 where it is not of a float dtype (a kernel computes in its operand's float type)."""
     array = np.asarray(array)
     return array if array.dtype.kind == "f" else array.astype(np.float32)
+
+
+def limits(dtype: str) -> tuple[float, float]:
+    """The least and the greatest finite value of ``dtype``, one of :data:`NUMERIC` or
+    :data:`NARROW` (whose ranges ml_dtypes' ``finfo`` and ``iinfo`` give)."""
+    integer = dtype in INTEGERS or dtype in NARROW_INTEGERS
+    info = (ml_dtypes or np).iinfo(dtype) if integer else (ml_dtypes or np).finfo(dtype)
+    return float(info.min), float(info.max)
 
 
 def need(condition: bool, message: str) -> None:

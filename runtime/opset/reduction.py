@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime.opset.base import DTYPES, FLOATS, NUMERIC, Operator, TensorType, need, same_dtype
+from runtime.opset.base import FLOATS, NATIVE, NUMERIC, Operator, TensorType, need, same_dtype
 
 __all__ = [
     "ArgMax",
@@ -100,11 +100,11 @@ class ReduceSum(_Reduce):
 
 
 class ReduceMax(_Reduce):
-    """The greatest element over ``axes`` (of any dtype; a NaN wins)."""
+    """The greatest element over ``axes`` (of any of numpy's dtypes; a NaN wins)."""
 
     name = "ReduceMax"
     member = "REDUCE_MAX"
-    dtypes = DTYPES
+    dtypes = NATIVE
 
     @staticmethod
     def kernel(x, *, axes, keepdims):

@@ -1,6 +1,9 @@
-"""Sliding windows over NCHW arrays: what convolutions and pooling kernels contract or reduce."""
+"""Sliding windows over ``(N, C, *spatial)`` arrays (NCHW in 2-D): what convolutions and pooling
+kernels contract or reduce."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -29,34 +32,40 @@ def window_count(
 
 def conv_windows(
     x: np.ndarray,
-    kernel: tuple[int, int],
-    strides: tuple[int, int],
-    pads: tuple[int, int, int, int],
-    dilations: tuple[int, int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
     pad_value: float,
     *,
     ceil_mode: bool = False,
     overhang_value: float | None = None,
 ) -> np.ndarray:
-    """A read-only view ``(N, C, OH, OW, KH, KW)`` of every window of ``x`` (NCHW), padded
-    with ``pad_value`` (``pads`` are top, left, bottom, right); the cells that ceil mode's last
-    windows reach past the padding hold ``overhang_value`` (default: ``pad_value``)."""
-    top, left, bottom, right = pads
-    kh, kw = kernel
-    sh, sw = strides
-    dh, dw = dilations
-    h, w = x.shape[2:]
-    oh = window_count(h, kh, sh, (top, bottom), dh, ceil_mode)
-    ow = window_count(w, kw, sw, (left, right), dw, ceil_mode)
+    """A read-only view ``(N, C, *out, *kernel)`` of every window of ``x`` (``(N, C,
+    *spatial)``, any number of spatial axes: ``kernel``, ``strides`` and ``dilations`` give
+    one value per spatial axis, ``pads`` the begins and then the ends, so (top, left, bottom,
+    right) in 2-D), padded with ``pad_value``; the cells that ceil mode's last windows reach
+    past the padding hold ``overhang_value`` (default: ``pad_value``)."""
+    rank = len(kernel)
+    spatial = x.shape[2:]
+    begins, ends = pads[:rank], pads[rank:]
+    out = [
+        window_count(size, k, s, (b, e), d, ceil_mode)
+        for size, k, s, b, e, d in zip(
+            spatial, kernel, strides, begins, ends, dilations, strict=True
+        )
+    ]
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True)]
     # ceil mode may need padding past the declared end
-    need_h = (oh - 1) * sh + dh * (kh - 1) + 1
-    need_w = (ow - 1) * sw + dw * (kw - 1) + 1
-    extra_h = max(0, need_h - (h + top + bottom))
-    extra_w = max(0, need_w - (w + left + right))
-    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=pad_value)
-    if extra_h or extra_w:
+    extra = [
+        max(0, (o - 1) * s + span - (size + b + e))
+        for o, s, span, size, b, e in zip(out, strides, spans, spatial, begins, ends, strict=True)
+    ]
+    padded = np.pad(x, [(0, 0), (0, 0), *zip(begins, ends, strict=True)], constant_values=pad_value)
+    if any(extra):
         fill = pad_value if overhang_value is None else overhang_value
-        padded = np.pad(padded, ((0, 0), (0, 0), (0, extra_h), (0, extra_w)), constant_values=fill)
-    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    view = sliding_window_view(padded, (span_h, span_w), axis=(2, 3))
-    return view[:, :, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, ::dh, ::dw]
+        padded = np.pad(padded, [(0, 0), (0, 0), *((0, e) for e in extra)], constant_values=fill)
+    view = sliding_window_view(padded, spans, axis=tuple(range(2, 2 + rank)))
+    starts = tuple(slice(None, (o - 1) * s + 1, s) for o, s in zip(out, strides, strict=True))
+    cells = tuple(slice(None, None, d) for d in dilations)
+    return view[(slice(None), slice(None), *starts, *cells)]

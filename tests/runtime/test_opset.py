@@ -86,8 +86,8 @@ def test_a_type_rule_checks_the_record_and_the_arity_first():
 
 
 def test_types_outside_the_contract_are_refused():
-    with pytest.raises(OperatorError, match="dtype 'bfloat16'"):
-        TensorType((1,), "bfloat16")
+    with pytest.raises(OperatorError, match="dtype 'complex64'"):
+        TensorType((1,), "complex64")
     with pytest.raises(OperatorError, match="negative dimension"):
         TensorType((2, -1))
 

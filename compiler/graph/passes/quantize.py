@@ -561,6 +561,10 @@ class _Quantizer:
 
     @_rule(Op.MAX_POOL, Op.QMAX_POOL)
     def _max_pool(self, node: Node) -> bool:
+        """A 2-D, undilated max pooling keeps its input's scale (others stay in float)."""
+        a = node.attrs
+        if len(a.kernel) != 2 or any(d != 1 for d in a.dilations):
+            return False
         q, e = self._int_value(node.inputs[0])
         out = self._int_name(node.outputs[0])
         self.b.add(Op.QMAX_POOL, [q], node.attrs, name=node.name, outputs=[out])

@@ -15,7 +15,8 @@ refusals name new inputs, and run with the remaining inputs fed; a refusal that 
 input stands.
 
 A case passes in one of two ways: its outputs match the expected ones (same dtype, same shape,
-values within ``rtol=1e-3, atol=1e-4`` or the case's own looser tolerance), or importing or
+values within ``rtol=1e-3, atol=1e-4`` or the case's own looser tolerance; values of ml_dtypes'
+narrow float types exactly, NaN matching NaN as in float comparisons), or importing or
 running it raises a :class:`isa.VtaforgeError`, a typed refusal that names why (an attribute
 value, a dtype or an operator outside the mapping). A wrong answer, or any other exception
 (an ``IndexError`` or a numpy ``TypeError`` escaping a converter or kernel), fails. The counts
@@ -43,6 +44,7 @@ from compiler.frontend import from_onnx
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph
 from isa import VtaforgeError
+from runtime.opset.base import NARROW_FLOATS
 
 #: The operators whose backend cases are run (ONNX op types, default domain).
 OPERATORS_IN_SCOPE: tuple[str, ...] = (
@@ -153,6 +155,8 @@ def _mismatch(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
     try:
         if expected.dtype.kind in "fc":
             np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+        elif str(expected.dtype) in NARROW_FLOATS:  # exactly, NaN equal to NaN as for floats
+            np.testing.assert_array_equal(got.astype(np.float64), expected.astype(np.float64))
         else:
             np.testing.assert_array_equal(got, expected)
     except AssertionError as err:

@@ -339,6 +339,21 @@ def test_a_ceil_mode_max_pool_runs_on_the_accelerator_after_a_relu(after_relu):
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
+def test_a_dilated_max_pool_stays_in_float_and_the_model_compiles():
+    """QMaxPool is 2-D and undilated (the accelerator's); a dilated pooling keeps float."""
+    b = GraphBuilder("dilated_pool")
+    x = b.input("x", (1, 16, 9, 9))
+    w = b.param("w", np.full((16, 16, 1, 1), 0.05, np.float32))
+    h = b.add1(Op.RELU, [b.add1(Op.CONV, [x, w], ConvAttrs(), name="conv")], name="relu")
+    pool = PoolAttrs((2, 2), (1, 1), dilations=(2, 2))
+    graph = b.build([b.add1(Op.MAX_POOL, [h], pool, name="pool")])
+    model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
+    assert model.partition.placement("pool").op == "MaxPool"
+    assert model.partition.placement("conv").device == "accel"
+    x = samples(graph, 1, seed=7)[0]
+    np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
+
+
 def test_a_small_model_on_the_rtl_equals_the_reference():
     graph = residual_cnn(3, channels=8, size=8, pool=False)
     model = compile_model(graph, TINY, calibration=samples(graph, 2))
