@@ -50,7 +50,8 @@ class ModelRun:
 
 class Model:
     """A loaded compiled model, ready to run (see the module docstring). ``fallbacks`` names
-    the CPU steps whose library did not load here, and why."""
+    the CPU steps whose library did not load here, and why; a library that loads without
+    :data:`LIBRARY_ENTRY` is a :class:`ModelFormatError`."""
 
     def __init__(self, image: ModelImage) -> None:
         self.image = image
@@ -63,6 +64,10 @@ class Model:
                     self._libraries[index] = _load_library(step.library, len(step.inputs) + 1)
                 except OSError as err:
                     self.fallbacks[step.node] = str(err)
+                except AttributeError:
+                    raise ModelFormatError(
+                        f"step {index} ({step.node}): its library exports no {LIBRARY_ENTRY}"
+                    ) from None
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:

@@ -11,24 +11,55 @@ A CPU step may carry a shared library (compiled by the compiler's LLVM backend) 
 :data:`LIBRARY_ENTRY`, called with one pointer per input, then the output, then a null parallel
 launcher; where it cannot be loaded (another architecture) the step's numpy kernel runs instead.
 
-File format (``.vtaf``): a zip archive (stored, not compressed) of ``manifest.json`` (format
-version, configuration, tensors, steps), ``params.bin``, ``programs/NNN.bin`` (each an
-:class:`isa.Program` binary, loadable and runnable on its own with ``vtaforge sim``) and
-``kernels/NNN.so`` (the CPU steps' libraries).
+File format (``.vtaf``, version :data:`FORMAT_VERSION`): a zip archive (stored) of
+``manifest.json`` (format version, configuration, tensors, steps, the size and digest of
+``params.bin``, a digest per step and one of the manifest), ``params.bin``,
+``programs/NNN.bin`` (each an :class:`isa.Program` binary, loadable and runnable on its own
+with ``vtaforge sim``) and ``kernels/NNN.so`` (the CPU steps' libraries).
+
+Loading checks the whole file before anything runs, and every disagreement is a
+:class:`ModelFormatError` naming the field, tensor or step: members read within the limits of
+:mod:`runtime.model.archive`; every field's type; ``dram_bytes`` at most the configuration's
+address space and :data:`~runtime.model.archive.MAX_MODEL_BYTES`; every tensor slot of a known
+dtype and shape, inside the DRAM image and aligned as the planner aligns (:func:`alignment`, or
+inside a tensor that is: a view); the digests; every step's tensors known, a CPU step's
+attributes and slots agreeing with its operator's type rule (so a library runs only on the
+shapes it was compiled for), an accelerator step's program decodable for the configuration,
+its micro-op table after the tensors and every DRAM transfer inside the image. Version 1 files
+(before digests) are refused: recompile them.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import json
+import math
+import types
+import typing
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from isa import AccelConfig, Program, VtaforgeError
+from isa import AccelConfig, MemId, MemInsn, Program, VtaforgeError
+from runtime.devices.dma import transfer_span
+from runtime.model.archive import (
+    MANIFEST,
+    MAX_MODEL_BYTES,
+    PARAMS,
+    Members,
+    ModelFormatError,
+    manifest_digest,
+    sign,
+    step_digest,
+)
+from runtime.opset import DTYPES, OPERATORS, Operator, OperatorError, TensorType
+from simulator.errors import describe
 
 __all__ = [
     "FORMAT_VERSION",
@@ -37,17 +68,18 @@ __all__ = [
     "ModelImage",
     "Step",
     "TensorSlot",
+    "alignment",
 ]
 
-FORMAT_VERSION = 1
+#: 2: digests of the steps, ``params.bin`` and the manifest (1 had none).
+FORMAT_VERSION = 2
 #: The symbol a CPU step's shared library exports.
 LIBRARY_ENTRY = "vtaforge_step"
-_MANIFEST = "manifest.json"
-_PARAMS = "params.bin"
-
-
-class ModelFormatError(VtaforgeError, ValueError):
-    """A file is not a compiled model this version can read, or its contents disagree."""
+#: The most dimensions a tensor may have (numpy's limit before 2.0).
+MAX_RANK = 32
+_LAYOUTS = ("plain", "packed")
+#: Each device's steps, by the members they may have.
+_DEVICES = {"accel": (("program",),), "cpu": ((), ("library",))}
 
 
 @dataclass(frozen=True)
@@ -63,12 +95,27 @@ class TensorSlot:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    @property
+    def end(self) -> int:
+        """The first byte address after the tensor."""
+        return self.address + self.nbytes
 
     def view(self, dram: np.ndarray) -> np.ndarray:
         """The tensor as a numpy view into ``dram``."""
-        raw = dram[self.address : self.address + self.nbytes]
+        raw = dram[self.address : self.end]
         return raw.view(np.dtype(self.dtype).newbyteorder("<")).reshape(self.shape)
+
+    def record(self) -> dict[str, Any]:
+        """The slot as the manifest writes it."""
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "address": self.address,
+            "layout": self.layout,
+        }
 
 
 @dataclass(frozen=True)
@@ -92,6 +139,12 @@ class Step:
     library: bytes | None = field(default=None, repr=False)
 
 
+def alignment(cfg: AccelConfig) -> int:
+    """The alignment of every tensor the model planner places: the largest element any
+    accelerator buffer moves, as the DMA requires."""
+    return max(cfg.elem_bytes(m) for m in (MemId.INP, MemId.WGT, MemId.ACC, MemId.OUT, MemId.UOP))
+
+
 @dataclass(frozen=True)
 class ModelImage:
     """Everything a compiled model is (see the module docstring)."""
@@ -111,125 +164,367 @@ class ModelImage:
         Path(path).write_bytes(self.to_bytes())
 
     def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-            steps = []
-            for index, step in enumerate(self.steps):
-                entry = {
-                    "node": step.node,
-                    "op": step.op,
-                    "device": step.device,
-                    "inputs": list(step.inputs),
-                    "outputs": list(step.outputs),
-                    "attrs": step.attrs,
-                    "macs": step.macs,
-                }
-                if step.program is not None:
-                    entry["program"] = f"programs/{index:03d}.bin"
-                    archive.writestr(entry["program"], step.program.to_bytes())
-                if step.library is not None:
-                    entry["library"] = f"kernels/{index:03d}.so"
-                    archive.writestr(entry["library"], step.library)
-                steps.append(entry)
-            manifest = {
-                "format": FORMAT_VERSION,
-                "name": self.name,
-                "config": json.loads(self.config.to_json()),
-                "dram_bytes": self.dram_bytes,
-                "inputs": list(self.inputs),
-                "outputs": list(self.outputs),
-                "tensors": [
-                    {
-                        "name": t.name,
-                        "shape": list(t.shape),
-                        "dtype": t.dtype,
-                        "address": t.address,
-                        "layout": t.layout,
-                    }
-                    for t in self.tensors.values()
-                ],
-                "steps": steps,
-                "notes": self.notes,
+        """The model as a ``.vtaf`` file's bytes, digests included."""
+        members: dict[str, bytes] = {PARAMS: self.params}
+        steps = []
+        for index, step in enumerate(self.steps):
+            entry = {
+                "node": step.node,
+                "op": step.op,
+                "device": step.device,
+                "inputs": list(step.inputs),
+                "outputs": list(step.outputs),
+                "attrs": step.attrs,
+                "macs": step.macs,
             }
-            archive.writestr(_MANIFEST, json.dumps(manifest, indent=1))
-            archive.writestr(_PARAMS, self.params)
-        return buffer.getvalue()
+            if step.program is not None:
+                entry["program"] = f"programs/{index:03d}.bin"
+                members[entry["program"]] = step.program.to_bytes()
+            if step.library is not None:
+                entry["library"] = f"kernels/{index:03d}.so"
+                members[entry["library"]] = step.library
+            steps.append(entry)
+        manifest = {
+            "format": FORMAT_VERSION,
+            "name": self.name,
+            "config": json.loads(self.config.to_json()),
+            "dram_bytes": self.dram_bytes,
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "tensors": [t.record() for t in self.tensors.values()],
+            "steps": steps,
+            "notes": self.notes,
+        }
+        sign(manifest, members)
+        return _zip({MANIFEST: json.dumps(manifest, indent=1).encode(), **members})
 
     @classmethod
     def load(cls, path: str | Path) -> ModelImage:
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save`, checked whole (module docstring)."""
         try:
-            data = Path(path).read_bytes()
+            with Path(path).open("rb") as file:
+                data = file.read(MAX_MODEL_BYTES + 1)
         except OSError as err:
             raise ModelFormatError(f"{path}: {err.strerror or err}") from None
+        if len(data) > MAX_MODEL_BYTES:
+            raise ModelFormatError(f"{path}: larger than a model may be ({MAX_MODEL_BYTES:,} B)")
         return cls.from_bytes(data, source=str(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, *, source: str = "model") -> ModelImage:
+        """Read a model from a ``.vtaf`` file's bytes, checked whole; ``source`` names it in
+        the :class:`ModelFormatError` of any disagreement."""
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                manifest = json.loads(archive.read(_MANIFEST))
-                params = archive.read(_PARAMS)
-                programs = {
-                    s[key]: archive.read(s[key])
-                    for s in manifest.get("steps", [])
-                    for key in ("program", "library")
-                    if isinstance(s, dict) and key in s
-                }
-        except (zipfile.BadZipFile, KeyError, ValueError, RecursionError, OSError) as err:
-            raise ModelFormatError(f"{source}: not a compiled vtaforge model ({err})") from None
-        try:
-            return _from_manifest(manifest, params, programs)
+            return _Reader(Members(data)).image()
         except ModelFormatError as err:
             raise ModelFormatError(f"{source}: {err}") from None
-        except (KeyError, TypeError, ValueError, VtaforgeError) as err:
-            raise ModelFormatError(f"{source}: malformed manifest ({err!r})") from None
 
 
-def _from_manifest(manifest: dict, params: bytes, programs: dict[str, bytes]) -> ModelImage:
-    if manifest.get("format") != FORMAT_VERSION:
+def _zip(members: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------- reading a manifest
+_MANIFEST_KEYS = ("format", "name", "config", "dram_bytes", "inputs", "outputs", "tensors")
+_MANIFEST_KEYS += ("steps", "params", "digest")
+_SLOT_KEYS = ("name", "shape", "dtype", "address", "layout")
+_STEP_KEYS = ("node", "op", "device", "inputs", "outputs", "attrs", "macs", "digest")
+_MEMBERS = ("program", "library")
+_KINDS = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _keys(
+    record: object, where: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> dict[str, Any]:
+    """``record``, which must be a JSON object with every ``required`` key and no other than
+    the ``optional`` ones."""
+    if not isinstance(record, dict):
+        raise ModelFormatError(f"{where} must be an object, got {_show(record)}")
+    missing = [k for k in required if k not in record]
+    unknown = sorted(k for k in record if k not in required + optional)
+    if missing or unknown:
+        problem = f"lacks {missing[0]!r}" if missing else f"has an unknown field {unknown[0]!r}"
+        raise ModelFormatError(f"{where} {problem}")
+    return record
+
+
+def _get(record: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
+    """``record[key]``, which must be of ``kind`` (a bool is no integer)."""
+    value = record[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ModelFormatError(f"{where}: {key} must be {_KINDS[kind]}, got {_show(value)}")
+    return value
+
+
+def _count(record: Mapping[str, Any], key: str, where: str, high: int) -> int:
+    """``record[key]``, an integer in ``[0, high]``."""
+    value = _get(record, key, where, int)
+    if not 0 <= value <= high:
+        raise ModelFormatError(f"{where}: {key} {_show(value)} is not in [0, {high:,}]")
+    return value
+
+
+def _names(record: Mapping[str, Any], key: str, where: str, known: Mapping[str, Any]):
+    """``record[key]``: a non-empty list of distinct names of ``known``, as a tuple."""
+    names = _get(record, key, where, list)
+    if not names:
+        raise ModelFormatError(f"{where}: {key} is empty")
+    for name in names:
+        if not isinstance(name, str) or name not in known:
+            raise ModelFormatError(f"{where}: {key} names no tensor slot: {_show(name)}")
+    if len(set(names)) < len(names):
+        raise ModelFormatError(f"{where}: {key} names a tensor twice")
+    return tuple(names)
+
+
+def _digest(record: Mapping[str, Any], key: str, where: str, expected: str) -> None:
+    if record[key] != expected:
         raise ModelFormatError(
-            f"format version {manifest.get('format')!r}, this vtaforge reads {FORMAT_VERSION}"
+            f"{where}: the {key} does not match the content (edited, swapped or truncated)"
         )
-    cfg = AccelConfig.from_json(json.dumps(manifest["config"]))
-    tensors = {}
-    for t in manifest["tensors"]:
-        slot = TensorSlot(t["name"], tuple(t["shape"]), t["dtype"], int(t["address"]), t["layout"])
-        if not 0 <= slot.address <= slot.address + slot.nbytes <= manifest["dram_bytes"]:
-            raise ModelFormatError(f"tensor {slot.name} lies outside the DRAM image")
-        tensors[slot.name] = slot
-    steps = []
-    for s in manifest["steps"]:
-        program = None
-        if "program" in s:
-            program = Program.from_bytes(programs[s["program"]], config=cfg)
-        for value in (*s["inputs"], *s["outputs"]):
-            if value not in tensors:
-                raise ModelFormatError(f"step {s['node']} uses unknown tensor {value!r}")
-        steps.append(
-            Step(
-                s["node"],
-                s["op"],
-                s["device"],
-                tuple(s["inputs"]),
-                tuple(s["outputs"]),
-                dict(s["attrs"]),
-                program,
-                int(s["macs"]),
-                programs[s["library"]] if "library" in s else None,
+
+
+def _attr_value(where: str, hint: Any, value: Any) -> Any:
+    """A JSON attribute value checked against its record field's type ``hint`` (lists become
+    tuples)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is types.UnionType:
+        if value is None and type(None) in args:
+            return None
+        (hint,) = (a for a in args if a is not type(None))
+        return _attr_value(where, hint, value)
+    if origin is tuple:
+        variadic = len(args) == 2 and args[1] is Ellipsis
+        if not isinstance(value, list) or not (variadic or len(value) == len(args)):
+            raise ModelFormatError(f"{where} must be a list of {len(args)}, got {_show(value)}")
+        return tuple(_attr_value(where, args[0 if variadic else k], v) for k, v in enumerate(value))
+    accepted = (int, float) if hint is float else hint
+    if not isinstance(value, accepted) or (hint is not bool and isinstance(value, bool)):
+        raise ModelFormatError(f"{where} must be a {hint.__name__}, got {_show(value)}")
+    return value
+
+
+def _attrs(where: str, operator: type[Operator], attrs: Mapping[str, Any]) -> Any:
+    """``attrs`` as ``operator``'s attribute record, each value of its field's type."""
+    hints = typing.get_type_hints(operator.Attrs)
+    for name in attrs:
+        if name not in hints:
+            raise ModelFormatError(f"{where}: {operator.name} has no attribute {name!r}")
+    for f in dataclasses.fields(operator.Attrs):
+        needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if needed and f.name not in attrs:
+            raise ModelFormatError(f"{where}: {operator.name} needs the attribute {f.name!r}")
+    values = {k: _attr_value(f"{where}: attribute {k}", hints[k], v) for k, v in attrs.items()}
+    return operator.Attrs(**values)
+
+
+class _Reader:
+    """One archive's manifest read into a :class:`ModelImage` (the module docstring's
+    checks, in order: version, fields, configuration, tensors, parameters, steps, digest)."""
+
+    def __init__(self, members: Members) -> None:
+        self.members = members
+        self.manifest = members.manifest()
+
+    def image(self) -> ModelImage:
+        manifest = self.manifest
+        version = manifest.get("format")
+        if version == 1:
+            raise ModelFormatError("format version 1 predates digests: compile the model again")
+        if version != FORMAT_VERSION:
+            raise ModelFormatError(
+                f"format version {_show(version)}, this vtaforge reads {FORMAT_VERSION}"
             )
+        _keys(manifest, "the manifest", _MANIFEST_KEYS, ("notes",))
+        self.cfg = self._config()
+        limit = min(2**self.cfg.dram_addr_bits, MAX_MODEL_BYTES)
+        self.dram_bytes = _count(manifest, "dram_bytes", "the manifest", limit)
+        self.tensors = self._tensors()
+        self.params = self._params()
+        inputs = _names(manifest, "inputs", "the manifest", self.tensors)
+        outputs = _names(manifest, "outputs", "the manifest", self.tensors)
+        steps = _get(manifest, "steps", "the manifest", list)
+        self.tensors_end = max((t.end for t in self.tensors.values()), default=0)
+        image = ModelImage(
+            _get(manifest, "name", "the manifest", str),
+            self.cfg,
+            self.dram_bytes,
+            inputs,
+            outputs,
+            self.tensors,
+            tuple(self._step(index, entry) for index, entry in enumerate(steps)),
+            self.params,
+            _get(manifest, "notes", "the manifest", dict) if "notes" in manifest else {},
         )
-    for name in (*manifest["inputs"], *manifest["outputs"]):
-        if name not in tensors:
-            raise ModelFormatError(f"model input or output {name!r} has no tensor")
-    return ModelImage(
-        manifest["name"],
-        cfg,
-        int(manifest["dram_bytes"]),
-        tuple(manifest["inputs"]),
-        tuple(manifest["outputs"]),
-        tensors,
-        tuple(steps),
-        params,
-        dict(manifest.get("notes", {})),
-    )
+        _get(manifest, "digest", "the manifest", str)
+        _digest(manifest, "digest", "the manifest", manifest_digest(manifest))
+        return image
+
+    def _config(self) -> AccelConfig:
+        config = _get(self.manifest, "config", "the manifest", dict)
+        try:
+            return AccelConfig.from_json(json.dumps(config), source="the manifest's config")
+        except VtaforgeError as err:
+            raise ModelFormatError(str(err)) from None
+
+    # ------------------------------------------------------------------ tensors
+    def _tensors(self) -> dict[str, TensorSlot]:
+        tensors: dict[str, TensorSlot] = {}
+        for index, record in enumerate(_get(self.manifest, "tensors", "the manifest", list)):
+            slot = self._slot(f"tensor {index}", record)
+            if slot.name in tensors:
+                raise ModelFormatError(f"tensor {index}: a second slot named {slot.name!r}")
+            tensors[slot.name] = slot
+        self._check_alignment(tensors)
+        return tensors
+
+    def _slot(self, where: str, record: object) -> TensorSlot:
+        record = _keys(record, where, _SLOT_KEYS, ())
+        name = _get(record, "name", where, str)
+        where = f"tensor {name!r}"
+        shape = _get(record, "shape", where, list)
+        if len(shape) > MAX_RANK:
+            raise ModelFormatError(f"{where}: {len(shape)} dimensions, more than {MAX_RANK}")
+        if any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in shape):
+            raise ModelFormatError(f"{where}: shape {_show(shape)} is not of integers >= 0")
+        dtype, layout = record["dtype"], record["layout"]
+        if dtype not in DTYPES:
+            raise ModelFormatError(f"{where}: dtype {_show(dtype)} is not one of the runtime's")
+        if layout not in _LAYOUTS:
+            raise ModelFormatError(f"{where}: layout {_show(layout)} is not one of {_LAYOUTS}")
+        address = _count(record, "address", where, self.dram_bytes)
+        slot = TensorSlot(name, tuple(shape), dtype, address, layout)
+        if slot.end > self.dram_bytes:
+            raise ModelFormatError(
+                f"{where}: bytes [{address:#x}, {slot.end:#x}) lie outside the DRAM image "
+                f"({self.dram_bytes:#x} bytes)"
+            )
+        if address % np.dtype(dtype).itemsize:
+            raise ModelFormatError(f"{where}: address {address:#x} is not {dtype}-aligned")
+        return slot
+
+    def _check_alignment(self, tensors: Mapping[str, TensorSlot]) -> None:
+        """Every slot at an address :func:`alignment` divides, or inside one that is (a view
+        of part of a tensor, as the planner makes for slices and concatenations)."""
+        align = alignment(self.cfg)
+        roots = [t for t in tensors.values() if t.address % align == 0]
+        for slot in tensors.values():
+            if slot.address % align and not any(
+                r.address <= slot.address and slot.end <= r.end for r in roots
+            ):
+                raise ModelFormatError(
+                    f"tensor {slot.name!r}: address {slot.address:#x} is not a multiple of "
+                    f"{align} nor inside a tensor that is"
+                )
+
+    def _params(self) -> bytes:
+        where = "the manifest's params"
+        record = _keys(self.manifest["params"], where, ("size", "sha256"), ())
+        size = _count(record, "size", where, self.dram_bytes)
+        params = self.members.read(PARAMS, where, size)
+        _digest(record, "sha256", where, hashlib.sha256(params).hexdigest())
+        return params
+
+    # ------------------------------------------------------------------ steps
+    def _step(self, index: int, entry: object) -> Step:
+        where = f"step {index}"
+        entry = _keys(entry, where, _STEP_KEYS, _MEMBERS)
+        where = f"step {index} ({_get(entry, 'node', where, str)})"
+        device = _get(entry, "device", where, str)
+        members = tuple(k for k in _MEMBERS if k in entry)
+        if device not in _DEVICES or members not in _DEVICES[device]:
+            raise ModelFormatError(
+                f"{where}: device {_show(device)} with {' and '.join(members) or 'no member'} "
+                "(an accel step has a program, a cpu step no program and maybe a library)"
+            )
+        blobs = {
+            k: self.members.read(_get(entry, k, where, str), where) for k in _MEMBERS if k in entry
+        }
+        inputs = _names(entry, "inputs", where, self.tensors)
+        outputs = _names(entry, "outputs", where, self.tensors)
+        slots = [self.tensors[n].record() for n in (*inputs, *outputs)]
+        _get(entry, "digest", where, str)
+        _digest(entry, "digest", where, step_digest(index, entry, slots, list(blobs.values())))
+        op = _get(entry, "op", where, str)
+        if op not in OPERATORS:
+            raise ModelFormatError(f"{where}: no operator {_show(op)}")
+        step = Step(
+            entry["node"],
+            op,
+            device,
+            inputs,
+            outputs,
+            _get(entry, "attrs", where, dict),
+            self._program(where, blobs["program"]) if "program" in blobs else None,
+            _count(entry, "macs", where, 2**63),
+            blobs.get("library"),
+        )
+        if step.program is None:
+            self._check_cpu(where, step)
+        return step
+
+    def _check_cpu(self, where: str, step: Step) -> None:
+        """A CPU step's attributes and slots agree with its operator's type rule, and a library
+        has the one output the executor gives it."""
+        operator = OPERATORS[step.op]
+        record = _attrs(where, operator, step.attrs)
+        slots = [self.tensors[n] for n in step.inputs]
+        operands = [TensorType(t.shape, t.dtype) for t in slots]
+        params = np.frombuffer(self.params, np.uint8)
+        consts = [t.view(params) if t.end <= len(params) else None for t in slots]
+        try:
+            expected = operator.output_types(record, operands, consts)
+        except OperatorError as err:
+            raise ModelFormatError(f"{where}: {step.op} refuses its operands: {err}") from None
+        except (ArithmeticError, LookupError, TypeError, ValueError) as err:
+            # a type rule that does not type its complaint about a hostile attribute value
+            raise ModelFormatError(
+                f"{where}: {step.op} cannot type its operands ({err!r})"
+            ) from None
+        got = [TensorType(self.tensors[n].shape, self.tensors[n].dtype) for n in step.outputs]
+        if got != list(expected):
+            raise ModelFormatError(
+                f"{where}: {step.op} gives {', '.join(map(str, expected))}, the step's outputs "
+                f"are {', '.join(map(str, got))}"
+            )
+        if step.library is not None and len(step.outputs) != 1:
+            raise ModelFormatError(f"{where}: a library writes one output, not {len(got)}")
+
+    def _program(self, where: str, data: bytes) -> Program:
+        """The step's program, for the configuration, its micro-op table and data segments
+        (which a device writes into the image) between the tensors and the image's end, and
+        its regions and transfers inside the image."""
+        try:
+            program = Program.from_bytes(data, config=self.cfg)
+        except VtaforgeError as err:
+            raise ModelFormatError(f"{where}: its program: {err}") from None
+        written = [(s.address, s.end, f"its data segment {s.name}") for s in program.segments]
+        if program.uops:
+            written.append((*program.uop_region, "its micro-op table"))
+        for start, _, what in written:
+            if start < self.tensors_end:
+                raise ModelFormatError(
+                    f"{where}: {what} at {start:#x} overlaps the tensors (which end at "
+                    f"{self.tensors_end:#x})"
+                )
+        reached = [*written, *((r.address, r.end, f"its region {r.name}") for r in program.regions)]
+        for index, insn in enumerate(program.instructions):
+            span = transfer_span(self.cfg, insn) if isinstance(insn, MemInsn) else None
+            if span is not None:
+                reached.append((*span, describe(index, insn)))
+        for start, end, what in reached:
+            if end > self.dram_bytes:
+                raise ModelFormatError(
+                    f"{where}: {what} reaches bytes [{start:#x}, {end:#x}), past the DRAM image "
+                    f"({self.dram_bytes:#x} bytes)"
+                )
+        return program

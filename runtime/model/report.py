@@ -153,7 +153,7 @@ class ModelReport:
             f"{t['accel_steps']} steps on the accelerator, {t['cpu_steps']} on the CPU; "
             f"{100 * share:.1f} % of the multiply-accumulates on the accelerator"
         )
-        if t["cycles"] is not None:
+        if t["cycles"]:  # None on a level without time, 0 when no step ran on the accelerator
             lines.append(
                 f"accelerator: {t['cycles']:,} cycles = {t['accel_ms']:.2f} ms at "
                 f"{self.config.clock_mhz:g} MHz, GEMM utilisation "
