@@ -5,12 +5,13 @@ configurations; :func:`tune` searches it with a tuner (``grid``, ``random`` or `
 XGBoost ranking model over loop-IR features, simulated annealing, transfer learning from other
 tasks' records), measuring candidates in isolated worker processes (CPU: timed; accelerator:
 cycles on the cycle-level simulator) locally or on a dask.distributed cluster, and appends one
-JSON line per trial to a records file, from which a killed run resumes. Inside
+JSON line per trial to a records file, from which a killed run resumes (lines that are not
+trials of the task's space are reported as a ``RecordWarning`` and skipped). Inside
 ``apply_history_best(records)`` templates take the best knobs found (``compile_model`` too).
 """
 
 from compiler.tune.driver import TuneResult, tune
-from compiler.tune.errors import TuneError
+from compiler.tune.errors import RecordWarning, TuneError
 from compiler.tune.features import FEATURE_COUNT, features
 from compiler.tune.measure import ERRORS, MeasureOptions, Result, measure_candidate
 from compiler.tune.records import (
@@ -18,6 +19,7 @@ from compiler.tune.records import (
     RecordWriter,
     apply_history_best,
     best_records,
+    in_space,
     load_records,
 )
 from compiler.tune.space import Space
@@ -34,6 +36,7 @@ __all__ = [
     "MeasureOptions",
     "RandomTuner",
     "Record",
+    "RecordWarning",
     "RecordWriter",
     "Result",
     "Space",
@@ -48,6 +51,7 @@ __all__ = [
     "best_records",
     "conv_layer_task",
     "features",
+    "in_space",
     "load_records",
     "measure_candidate",
     "model_tasks",

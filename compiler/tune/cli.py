@@ -5,16 +5,27 @@ an ONNX model, appending the trials to a records file (registered through the
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from compiler import te
 from compiler.accel.env import Env
 from compiler.accel.ops import ConvLayer
 from compiler.cli import add_calibration_option, calibration_samples
 from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
-from compiler.tune.driver import tune
-from compiler.tune.errors import TuneError
-from compiler.tune.task import Task, conv_layer_task, model_tasks
+from compiler.tune.driver import TuneResult, tune
+from compiler.tune.errors import RecordWarning, TuneError
+from compiler.tune.task import (
+    Task,
+    check_positive,
+    check_window,
+    conv_layer_task,
+    model_tasks,
+)
 from compiler.tune.tuners import TUNERS
 from isa import AccelConfig
 from runtime.cli import Command, progress_bar
@@ -61,15 +72,20 @@ def _ints(text: str | None, op: str) -> list[int]:
 
 
 def op_task(op: str, shape: str | None, target: str, cfg: AccelConfig) -> Task:
-    """The task of ``--op OP --shape SHAPE`` for ``target`` (``llvm`` or ``accel``)."""
+    """The task of ``--op OP --shape SHAPE`` for ``target`` (``llvm`` or ``accel``); a
+    TuneError for extents that are not positive or a kernel that does not fit the input."""
     values = _ints(shape, op)
     if op == "matmul" and len(values) == 3 and target == "llvm":
         m, n, k = values
+        check_positive("--shape", M=m, N=n, K=k)
         return Task.of(MATMUL, te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B"))
     if op == "conv2d" and 6 <= len(values) <= 8:
         batch, cin, height, width, cout, kernel, *rest = values
         stride = rest[0] if rest else 1
         padding = rest[1] if len(rest) > 1 else kernel // 2
+        check_positive("--shape", N=batch, C=cin, O=cout)
+        for size in (height, width):
+            check_window(size, kernel, stride, padding, where="--shape")
         if target == "accel":
             if batch != 1 or height != width:
                 raise TuneError("accel conv2d takes batch 1 and a square input", where="--shape")
@@ -97,8 +113,11 @@ def _tasks(args: argparse.Namespace, cfg: AccelConfig) -> list[Task]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Tune every task; a TuneError after the last one when some task had no successful
+    trial. Skipped record lines are warnings on stderr."""
     from compiler.tune.measure import MeasureOptions
 
+    options = MeasureOptions(timeout=args.timeout)
     cfg = AccelConfig.resolve(args.config)
     tasks = _tasks(args, cfg)
     client = None
@@ -106,28 +125,67 @@ def _run(args: argparse.Namespace) -> int:
         from dask.distributed import Client
 
         client = Client(args.scheduler)
-    options = MeasureOptions(timeout=args.timeout)
-    for number, task in enumerate(tasks, start=1):
-        unit = "cycles" if task.cfg is not None else "s"
-        with progress_bar(args.trials, "trial") as advance:
-            result = tune(
-                task,
-                trials=args.trials,
-                tuner=args.tuner,
-                records=args.records,
-                options=options,
-                batch=args.batch,
-                client=client,
-                progress=lambda done, total, best, u=unit: advance(f"best {best:.4g} {u}"),
-            )
-        knobs, cost = result.best
-        print(
-            f"[{number}/{len(tasks)}] {task.name}: best {cost:.4g} {unit} after "
-            f"{len(result.trials)} trials ({result.errors} errors): {knobs}"
-        )
+    failed = []
+    with _warning_of_skipped_lines():
+        for number, task in enumerate(tasks, start=1):
+            unit = "cycles" if task.cfg is not None else "s"
+            with progress_bar(args.trials, "trial") as advance:
+                result = tune(
+                    task,
+                    trials=args.trials,
+                    tuner=args.tuner,
+                    records=args.records,
+                    options=options,
+                    batch=args.batch,
+                    client=client,
+                    progress=lambda done, total, best, u=unit: advance(f"best {best:.4g} {u}"),
+                )
+            print(f"[{number}/{len(tasks)}] {task.name}: {_outcome(result, unit)}")
+            if result.best[0] is None:
+                failed.append(f"{task.name} ({_failure(result)})")
     if client is not None:
         client.close()
+    if failed:
+        raise TuneError(f"no trial succeeded for {'; '.join(failed)}")
     return 0
+
+
+def _outcome(result: TuneResult, unit: str) -> str:
+    """What one task's run found, as its line of the output says it."""
+    knobs, cost = result.best
+    trials = f"after {len(result.trials)} trials ({result.errors} errors)"
+    if knobs is None:
+        return f"no trial succeeded {trials}: {_failure(result)}"
+    return f"best {cost:.4g} {unit} {trials}: {knobs}"
+
+
+def _failure(result: TuneResult) -> str:
+    """Why a run without a successful trial has none."""
+    if not result.trials:
+        return "the space holds no candidate the template accepts"
+    last = result.trials[-1][1]
+    lines = last.message.strip().splitlines()
+    return f"the last failed with {last.error}" + (f": {lines[-1]}" if lines else "")
+
+
+@contextmanager
+def _warning_of_skipped_lines() -> Iterator[None]:
+    """Within the block, each distinct :class:`RecordWarning` is one line on stderr
+    (``vtaforge tune: warning: FILE:LINE: ...``); other warnings are shown as before."""
+    shown: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *rest: Any, **more: Any) -> None:
+        if not issubclass(category, RecordWarning):
+            previous(message, category, *rest, **more)
+        elif str(message) not in shown:
+            shown.add(str(message))
+            print(f"vtaforge tune: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", RecordWarning)
+        warnings.showwarning = show
+        yield
 
 
 #: ``vtaforge tune (MODEL.onnx | --op OP --shape ...) --target llvm|accel --trials N

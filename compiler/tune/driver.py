@@ -5,8 +5,9 @@ process, one candidate at a time, or spread over a ``dask.distributed`` cluster 
 each result is written to the records as it arrives and fed back to the tuner. With
 ``records`` naming a file that already holds trials of the task (a run that was killed), those
 trials count towards ``trials``, are never measured again and train the tuner, so the run goes on
-where it stopped. On dask, a candidate whose worker dies is re-run by the scheduler on another
-worker; its record is written once, when its one result arrives.
+where it stopped; lines of the records that are not trials of the task's space are reported and
+skipped (:mod:`compiler.tune.records`). On dask, a candidate whose worker dies is re-run by the
+scheduler on another worker; its record is written once, when its one result arrives.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from compiler.tune.errors import TuneError
 from compiler.tune.measure import MeasureOptions, Result
-from compiler.tune.records import Record, RecordWriter, load_records
+from compiler.tune.records import Record, RecordWriter, in_space, load_records
 from compiler.tune.space import Space
 from compiler.tune.task import Task
 from compiler.tune.tuners import make_tuner
@@ -72,7 +73,7 @@ def tune(
     options = options or MeasureOptions()
     space = Space(task, restrict)
     earlier = load_records(records) if records is not None else []
-    own = [r for r in earlier if r.task == task.key]
+    own = in_space((r for r in earlier if r.task == task.key), Space(task))
     search = make_tuner(tuner, space, seed, earlier if transfer is None else transfer)
     known = [r for r in own if space.contains(r.knobs)]  # (a run with other restrictions)
     search.update([space.index(r.knobs) for r in known], [r.result for r in known])

@@ -1,10 +1,10 @@
-"""The auto-tuner's exception type."""
+"""The auto-tuner's exception and warning types."""
 
 from __future__ import annotations
 
 from compiler.errors import CompileError
 
-__all__ = ["TuneError"]
+__all__ = ["RecordWarning", "TuneError"]
 
 
 class TuneError(CompileError):
@@ -17,3 +17,8 @@ class TuneError(CompileError):
         self.where = where
         located = ", ".join(p for p in (f"task {task}" if task else "", where) if p)
         super().__init__(f"{located}: {message}" if located else message)
+
+
+class RecordWarning(UserWarning):
+    """A line of a records file that is not a usable record, skipped: the message names the
+    file and line (as ``FILE:LINE: ``) and says why."""

@@ -12,6 +12,7 @@ BLAS thread is left spinning beside the timed calls): a wrong answer is an error
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from compiler.accel.env import Env
 from compiler.build import build
 from compiler.errors import CompileError
 from compiler.expr import DType
+from compiler.tune.errors import TuneError
 from compiler.tune.task import Task
 
 __all__ = ["ERRORS", "MeasureOptions", "Result", "measure_candidate"]
@@ -49,6 +51,37 @@ class MeasureOptions:
     check: bool = True
     seed: int = 0
     prepare: Callable[[Mapping[str, Any]], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        """TuneError unless ``timeout`` is a finite positive number of seconds, ``number``,
+        ``repeat`` and ``threads`` are positive integers and ``min_repeat_ms`` is finite and
+        non-negative."""
+        timeout, repeat_ms, count = self.timeout, self.min_repeat_ms, "a positive integer"
+        checks = (
+            ("timeout", timeout, _finite(timeout) and timeout > 0, "a finite positive number"),
+            ("number", self.number, _count(self.number), count),
+            ("repeat", self.repeat, _count(self.repeat), count),
+            ("threads", self.threads, _count(self.threads), count),
+            (
+                "min_repeat_ms",
+                repeat_ms,
+                _finite(repeat_ms) and repeat_ms >= 0,
+                "a finite number >= 0",
+            ),
+        )
+        for name, value, good, wanted in checks:
+            if not good:
+                raise TuneError(f"{name} {value!r} is not {wanted}", where="measurement options")
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (not a boolean)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a positive int (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 @dataclass(frozen=True)

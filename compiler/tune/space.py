@@ -61,9 +61,10 @@ class Space:
         return index
 
     def contains(self, config: Mapping[str, Any]) -> bool:
-        """Whether ``config`` sets exactly this space's knobs, each to one of its choices."""
+        """Whether ``config`` sets exactly this space's knobs, each to one of its choices (of
+        the same type: ``True`` is not the choice ``1``, nor ``1.0``)."""
         return set(config) == {k.name for k in self.knobs} and all(
-            config[k.name] in k.choices for k in self.knobs
+            any(_same(config[k.name], choice) for choice in k.choices) for k in self.knobs
         )
 
     def valid(self, index: int) -> bool:
@@ -110,6 +111,13 @@ class Space:
         for digit, radix in zip(digits, self._radix, strict=True):
             index = index * radix + digit
         return index
+
+
+def _same(value: Any, choice: Any) -> bool:
+    """Whether ``value`` equals ``choice`` and has its type (tuples: item by item)."""
+    if isinstance(value, tuple) and isinstance(choice, tuple):
+        return len(value) == len(choice) and all(map(_same, value, choice))
+    return type(value) is type(choice) and value == choice
 
 
 def _restricted(

@@ -29,7 +29,16 @@ from compiler.tune.reference import REFERENCES
 from compiler.workloads import CONV_SHIFT, conv_layer_call
 from isa import AccelConfig
 
-__all__ = ["TEMPLATES", "Task", "TensorSpec", "conv_layer_task", "host_target", "model_tasks"]
+__all__ = [
+    "TEMPLATES",
+    "Task",
+    "TensorSpec",
+    "check_positive",
+    "check_window",
+    "conv_layer_task",
+    "host_target",
+    "model_tasks",
+]
 
 #: The templates a task can name in a record, by name.
 TEMPLATES: dict[str, Template] = {
@@ -199,9 +208,32 @@ class Task:
         return build(schedule, args, target, name=self.template.name)
 
 
+def check_positive(where: str, **extents: int) -> None:
+    """TuneError (naming ``where``) for the first of ``extents`` that is not positive."""
+    for name, value in extents.items():
+        if value < 1:
+            raise TuneError(f"{name} {value} is not positive", where=where)
+
+
+def check_window(size: int, kernel: int, stride: int, padding: int, where: str) -> None:
+    """TuneError (naming ``where``) unless ``size``, ``kernel`` and ``stride`` are positive,
+    ``padding`` is not negative and the kernel fits the input padded on both sides (so the
+    output has at least one element along the axis)."""
+    check_positive(where, size=size, kernel=kernel, stride=stride)
+    if padding < 0:
+        raise TuneError(f"padding {padding} is negative", where=where)
+    if kernel > size + 2 * padding:
+        raise TuneError(
+            f"kernel {kernel} is larger than the input ({size} + 2 x padding {padding})",
+            where=where,
+        )
+
+
 def conv_layer_task(layer: accel_ops.ConvLayer, env: Env, shift: int = CONV_SHIFT) -> Task:
     """The accelerator CONV2D task of ``layer`` (declared as ``compiler.workloads`` compiles
-    it: ``>> shift``, ``+ bias``, clip)."""
+    it: ``>> shift``, ``+ bias``, clip); TuneError for a layer whose window does not fit
+    (:func:`check_window`)."""
+    check_window(layer.size, layer.kernel, layer.stride, layer.padding, f"layer {layer.name}")
     inputs, params = conv_layer_call(layer, env, shift)
     return Task.of(accel_ops.CONV2D, *inputs, **params)
 

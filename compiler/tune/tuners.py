@@ -21,7 +21,7 @@ import numpy as np
 from compiler.tune.cost_model import CostModel, labels
 from compiler.tune.errors import TuneError
 from compiler.tune.measure import Result
-from compiler.tune.records import Record
+from compiler.tune.records import Record, in_space
 from compiler.tune.space import Space
 from compiler.tune.task import TEMPLATES, Task
 
@@ -187,7 +187,7 @@ def _transfer_groups(records: Iterable[Record], task: Task) -> list[tuple[np.nda
     for trials in by_task.values():
         space = Space(Task.from_dict(trials[0].spec))
         rows, costs = [], []
-        for record in trials[-TRANSFER_TRIALS:]:
+        for record in in_space(trials[-TRANSFER_TRIALS:], space):
             vector = space.features(space.index(record.knobs))
             if vector is not None:
                 rows.append(vector)

@@ -64,8 +64,15 @@ class Worker:
         """Stop the process (if any)."""
         if self._process is not None:
             self._process.kill()
-            self._process.wait()
-            self._process = None
+            self._reap()
+
+    def _reap(self) -> int:
+        """Wait for the process to end and close its pipes; its exit status."""
+        process, self._process = self._process, None
+        status = process.wait()
+        process.stdin.close()
+        process.stdout.close()
+        return status
 
     def _start(self) -> subprocess.Popen:
         """The running process; a new one has imported the compiler (its ready message came)
@@ -90,8 +97,7 @@ class Worker:
         return self._process
 
     def _crashed(self, started: float) -> Result:
-        status = self._process.wait() if self._process is not None else 0
-        self._process = None
+        status = self._reap() if self._process is not None else 0
         how = f"signal {signal.Signals(-status).name}" if status < 0 else f"exit status {status}"
         return Result(
             error="crash",
