@@ -35,7 +35,7 @@ def _one_transpose(graph: Graph, m: Match) -> Replacement:
     inner, outer = m.nodes["inner"].attrs.perm, m.root.attrs.perm
     composed = tuple(inner[axis] for axis in outer)
     source = m.nodes["inner"].inputs[0]
-    if composed == tuple(range(len(composed))):
+    if composed == tuple(range(len(composed))) and m.root.outputs[0] not in graph.outputs:
         return Replacement(value=source)
     return Replacement(Op.TRANSPOSE, (source,), TransposeAttrs(composed))
 
