@@ -220,11 +220,16 @@ class ModelImage:
             raise ModelFormatError(f"{source}: {err}") from None
 
 
+#: The date every member of a model file carries (zip's earliest), so that the same model
+#: always writes the same bytes.
+_MEMBER_DATE = (1980, 1, 1, 0, 0, 0)
+
+
 def _zip(members: Mapping[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
         for name, data in members.items():
-            archive.writestr(name, data)
+            archive.writestr(zipfile.ZipInfo(name, date_time=_MEMBER_DATE), data)
     return buffer.getvalue()
 
 
