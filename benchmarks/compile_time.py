@@ -26,6 +26,9 @@ from compiler.zoo.mobilenet import inverted_residual
 from compiler.zoo.resnet import resnet18
 from isa import AccelConfig
 
+#: The stages' names, the table's columns.
+STAGE_NAMES = [stage.name for stage in STAGES]
+
 MODELS = {
     "resnet18": (lambda: resnet18(seed=0), (1, 3, 224, 224)),
     "digits_cnn": (lambda: DigitsCNN().eval(), (1, 1, 8, 8)),
@@ -56,12 +59,12 @@ def main() -> None:
             compiled = compile_model(model, cfg, calibration=feeds)
             total = time.perf_counter() - started
             peer = _ort_session_seconds(exported)
-            stages = [compiled.stage_seconds[s] for s in STAGES]
+            stages = [compiled.stage_seconds[name] for name in STAGE_NAMES]
             accel = compiled.partition.count("accel")
             rows.append([name, source, accel, *stages, total, peer, total / peer])
     report(
         "compile_time",
-        ["model", "from", "accel nodes", *STAGES, "total s", "ort session s", "ratio"],
+        ["model", "from", "accel nodes", *STAGE_NAMES, "total s", "ort session s", "ratio"],
         rows,
         cpu=cpu_name(),
         config=cfg.fingerprint,

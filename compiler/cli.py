@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from compiler.errors import GraphError, UnknownInputShape
 from compiler.graph.ir import Graph
 from runtime.cli import Command, progress_bar
 from runtime.cli_common import check_output_file
+
+if TYPE_CHECKING:
+    from compiler.pipeline import Instrument, PassTiming
 
 __all__ = ["COMPILE", "add_calibration_option", "calibration_samples", "read_onnx"]
 
@@ -49,6 +53,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
+    parser.add_argument(
+        "--time-passes",
+        action="store_true",
+        help="print every stage's and lowering pass's calls and seconds, as a tree",
+    )
+    parser.add_argument(
+        "--dump-ir",
+        type=Path,
+        metavar="DIR",
+        help="write the IR after every stage and lowering pass into DIR, one numbered file each",
+    )
+    parser.add_argument(
+        "--verify-ir",
+        action="store_true",
+        help="check the loop IR after every lowering pass (bound variables, allocated buffers, "
+        "positive extents)",
+    )
     parser.epilog = (
         "Compiles an ONNX model for the accelerator (quantized to int8 with power-of-two scales) "
         "into one file that `vtaforge run` executes."
@@ -144,11 +165,13 @@ def _samples_of(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndar
 
 def _run(args: argparse.Namespace) -> int:
     from compiler.model import STAGES, compile_model
+    from compiler.pipeline import instrumented
 
     check_output_file(args.output, "-o")
     graph = read_onnx(args.model, args.input_shape)
     samples = calibration_samples(graph, args.calibrate)
-    with progress_bar(len(STAGES), "stage") as advance:
+    timing, instruments = _instruments(args)
+    with progress_bar(len(STAGES), "stage") as advance, instrumented(*instruments):
         compiled = compile_model(
             graph,
             args.config,
@@ -161,6 +184,8 @@ def _run(args: argparse.Namespace) -> int:
     compiled.save(args.output)
     if args.report:
         print(compiled.partition.report())
+    if timing is not None:
+        print(timing.report())
     parts = compiled.partition
     total = sum(compiled.stage_seconds.values())
     print(
@@ -169,6 +194,22 @@ def _run(args: argparse.Namespace) -> int:
         f"of DRAM; compiled in {total:.1f} s from {len(samples)} calibration samples"
     )
     return 0
+
+
+def _instruments(args: argparse.Namespace) -> tuple[PassTiming | None, list[Instrument]]:
+    """The pass timing that ``--time-passes`` asks for (None without it), and every
+    instrument the options ask for (``--dump-ir``, ``--verify-ir``)."""
+    from compiler.ir import LoweredFunc
+    from compiler.pipeline import DumpIR, PassTiming, Verify
+    from compiler.verify import verify_lowered
+
+    timing = PassTiming() if args.time_passes else None
+    instruments: list[Instrument] = [timing] if timing is not None else []
+    if args.dump_ir is not None:
+        instruments.append(DumpIR(args.dump_ir))
+    if args.verify_ir:
+        instruments.append(Verify(verify_lowered, lambda ir: isinstance(ir, LoweredFunc)))
+    return timing, instruments
 
 
 #: ``vtaforge compile MODEL.onnx --config PRESET [--calibrate DATA.npz] -o MODEL.vtaf``.

@@ -10,7 +10,7 @@ pure passes that rewrite the result; :func:`lower` runs both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compiler.bound import Interval, covering_region, fits
@@ -44,24 +44,18 @@ from compiler.ir import (
 )
 from compiler.passes import flatten, insert_barriers, tensorize
 from compiler.passes.gpu import THREAD_TAGS
+from compiler.pipeline import Pass, run_pipeline
 from compiler.schedule import AttachKind, Schedule, Split, StageState
 from compiler.simplify import simplify
 from compiler.te import ComputeOp, PlaceholderOp, Tensor
 from compiler.visit import free_vars, substitute, transform, walk
 
-__all__ = ["GPU_PIPELINE", "PIPELINE", "Pass", "lower", "run_pipeline", "schedule_to_ir"]
+__all__ = ["GPU_PIPELINE", "PIPELINE", "lower", "schedule_to_ir"]
 
 
-@dataclass(frozen=True)
-class Pass:
-    """A named, pure function from a lowered function to a lowered function."""
-
-    name: str
-    run: Callable[[LoweredFunc], LoweredFunc]
-
-
-#: The CPU lowering pipeline, in order (the accelerator's passes join it in a later layer).
-PIPELINE: tuple[Pass, ...] = (
+#: The CPU lowering pipeline, in order (the accelerator's passes join it in a later layer);
+#: :func:`compiler.pipeline.run_pipeline` runs it, observed by the active instruments.
+PIPELINE: tuple[Pass[LoweredFunc], ...] = (
     Pass("simplify", simplify),
     Pass("tensorize", tensorize),
     Pass("flatten", flatten),
@@ -69,21 +63,14 @@ PIPELINE: tuple[Pass, ...] = (
 )
 
 #: The GPU lowering pipeline: the CPU's, then barriers after the shared-memory fills.
-GPU_PIPELINE: tuple[Pass, ...] = (*PIPELINE, Pass("insert_barriers", insert_barriers))
-
-
-def run_pipeline(func: LoweredFunc, passes: Sequence[Pass] = PIPELINE) -> LoweredFunc:
-    """``func`` after each pass of ``passes`` in order."""
-    for step in passes:
-        func = step.run(func)
-    return func
+GPU_PIPELINE: tuple[Pass[LoweredFunc], ...] = (*PIPELINE, Pass("insert_barriers", insert_barriers))
 
 
 def lower(
     schedule: Schedule,
     args: Sequence[Tensor],
     name: str = "main",
-    passes: Sequence[Pass] = PIPELINE,
+    passes: Sequence[Pass[LoweredFunc]] = PIPELINE,
 ) -> LoweredFunc:
     """The loop IR of ``schedule`` as a function over ``args`` (inputs and outputs, in call
     order), after ``passes`` (:data:`PIPELINE`; :data:`GPU_PIPELINE` for a GPU kernel).

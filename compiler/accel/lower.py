@@ -27,7 +27,8 @@ from compiler.accel.gemm import tensorize_gemm
 from compiler.accel.uops import fold_uop_loops
 from compiler.accel.vthread import inject_virtual_thread
 from compiler.ir import LoweredFunc
-from compiler.lower import Pass, run_pipeline, schedule_to_ir
+from compiler.lower import schedule_to_ir
+from compiler.pipeline import Pass, run_pipeline
 from compiler.schedule import Schedule
 from compiler.simplify import simplify
 from compiler.te import Tensor
@@ -36,7 +37,7 @@ from isa import AccelConfig
 __all__ = ["accel_pipeline", "lower_accel"]
 
 
-def accel_pipeline(cfg: AccelConfig) -> tuple[Pass, ...]:
+def accel_pipeline(cfg: AccelConfig) -> tuple[Pass[LoweredFunc], ...]:
     """The accelerator's lowering passes for ``cfg``, in order (module docstring)."""
     return (
         Pass("simplify", simplify),
@@ -55,7 +56,7 @@ def lower_accel(
     args: Sequence[Tensor],
     cfg: AccelConfig,
     name: str = "main",
-    passes: Sequence[Pass] | None = None,
+    passes: Sequence[Pass[LoweredFunc]] | None = None,
 ) -> LoweredFunc:
     """The loop IR of ``schedule`` for the accelerator of ``cfg``, after ``passes`` (all of
     :func:`accel_pipeline` by default). ``print(...)`` shows it."""

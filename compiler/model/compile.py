@@ -13,13 +13,17 @@ emitted as an :class:`isa.Program` addressing the model's DRAM image; the CPU st
 the float and the int8 worlds compiled by the LLVM backend into shared libraries,
 :mod:`compiler.model.cpu_kernels`). The result saves as one file that ``runtime.load_model``
 runs without the compiler.
+
+Each stage is a :class:`~compiler.pipeline.Pass` over a :class:`CompileContext`, run by the
+one pass runner (:func:`compiler.pipeline.run_pipeline`), so the instruments that time, dump
+or verify the loop IR's passes observe the model's stages too (and the lowering passes that
+``partition`` and ``codegen`` run, under their names).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +42,11 @@ from compiler.model.cpu_kernels import cpu_library
 from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
+from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, running_passes
 from isa import UOP_BYTES, AccelConfig
 from runtime.model import Model, ModelImage, ModelRun, Step
 
-__all__ = ["STAGES", "CompiledModel", "compile_model", "reference"]
-
-#: The stages of :func:`compile_model`, in order.
-STAGES = (
-    "import",
-    "fold_constants",
-    "fold_batch_norm",
-    "quantize",
-    "simplify",
-    "split_grouped",
-    "partition",
-    "plan",
-    "codegen",
-)
+__all__ = ["STAGES", "CompileContext", "CompiledModel", "compile_model", "reference"]
 
 Sample = Mapping[str, np.ndarray] | Sequence[np.ndarray] | np.ndarray
 
@@ -95,11 +87,118 @@ def reference(graph: Graph, inputs: Sample) -> list[np.ndarray]:
     return run_graph(graph, [inputs] if isinstance(inputs, np.ndarray) else inputs)
 
 
+@dataclass(frozen=True)
+class CompileContext:
+    """What the stages of :func:`compile_model` read and make: the request (the model, the
+    configuration's environment, the calibration samples and the options), then the float
+    graph (``graph``), the quantized graph, the partition, the plan and the image, each set by
+    its stage. ``str()`` shows the newest of them (what :class:`~compiler.pipeline.DumpIR`
+    writes after each stage)."""
+
+    model: Any
+    env: Env
+    samples: tuple[Sample, ...]
+    keep_float: tuple[str, ...] = ()
+    cpu_only: tuple[str, ...] = ()
+    input_shapes: Mapping[str, Sequence[int]] | None = None
+    cpu_target: str | None = "llvm"
+    name: str | None = None
+    graph: Graph | None = None
+    qgraph: Graph | None = None
+    partition: Partition | None = None
+    plan: Plan | None = None
+    image: ModelImage | None = None
+
+    def __str__(self) -> str:
+        if self.image is not None:
+            return "\n".join(
+                f"{k:>4} {s.device:<5} {s.op:<18} {s.node}" for k, s in enumerate(self.image.steps)
+            )
+        if self.plan is not None:
+            return "\n".join(
+                f"{name}: {slot.layout} {slot.dtype}{list(slot.shape)} at {slot.address}"
+                for name, slot in self.plan.slots.items()
+            )
+        if self.partition is not None:
+            return self.partition.report()
+        return str(self.qgraph if self.qgraph is not None else self.graph)
+
+
+def _import(ctx: CompileContext) -> CompileContext:
+    graph = import_model(ctx.model, _first(list(ctx.samples)), ctx.input_shapes)
+    return replace(ctx, graph=graph)
+
+
+def _quantize(ctx: CompileContext) -> CompileContext:
+    graph = _made(ctx.graph)
+    calibration = calibrate(graph, ctx.samples)
+    mul_bits = ctx.env.cfg.mul_arg_bits
+    qgraph = quantize(graph, calibration, keep_float=ctx.keep_float, mul_bits=mul_bits)
+    return replace(ctx, qgraph=qgraph)
+
+
+def _partition(ctx: CompileContext) -> CompileContext:
+    parts = partition(_made(ctx.qgraph), ctx.env.cfg, cpu_only=ctx.cpu_only)
+    return replace(ctx, partition=parts)
+
+
+def _plan(ctx: CompileContext) -> CompileContext:
+    return replace(ctx, plan=plan_model(_made(ctx.qgraph), _made(ctx.partition), ctx.env))
+
+
+def _generate(ctx: CompileContext) -> CompileContext:
+    name = ctx.name or _made(ctx.graph).name
+    return replace(ctx, image=_codegen(_made(ctx.plan), ctx.env, name, ctx.cpu_target))
+
+
+def _made(value: Any) -> Any:
+    """A stage's product that a later stage reads (a stage run out of order has none)."""
+    if value is None:
+        raise CompileError("a compile stage ran before the stage that makes its input")
+    return value
+
+
+#: The stages of :func:`compile_model`, in order: passes over a :class:`CompileContext`, run
+#: by :func:`compiler.pipeline.run_pipeline` (so instruments time and dump each).
+STAGES: tuple[Pass[CompileContext], ...] = (
+    Pass("import", _import),
+    Pass("fold_constants", lambda c: replace(c, graph=fold_constants(_made(c.graph)))),
+    Pass("fold_batch_norm", lambda c: replace(c, graph=fold_batch_norm(_made(c.graph)))),
+    Pass("quantize", _quantize),
+    Pass("simplify", lambda c: replace(c, qgraph=simplify(_made(c.qgraph), keep=c.cpu_only))),
+    Pass(
+        "split_grouped",
+        lambda c: replace(c, qgraph=split_grouped(_made(c.qgraph), c.env, keep=c.cpu_only)),
+    ),
+    Pass("partition", _partition),
+    Pass("plan", _plan),
+    Pass("codegen", _generate),
+)
+
+
 def _first(samples: list[Sample]) -> list[np.ndarray]:
     if not samples:
         return []
     first = samples[0]
     return list(first.values()) if isinstance(first, Mapping) else list(first)
+
+
+class _Stages(Instrument):
+    """Calls ``progress(stage)`` as each of compile_model's own stages starts, and records
+    their seconds."""
+
+    def __init__(self, depth: int, progress: Callable[[str], None] | None) -> None:
+        self.depth = depth
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    def before(self, path: tuple[str, ...], ir: object) -> None:
+        if len(path) == self.depth and self.progress is not None:
+            self.progress(path[-1])
+
+    def after(self, path: tuple[str, ...], ir: object, seconds: float) -> None:
+        if len(path) == self.depth:
+            self.seconds[path[-1]] = seconds
 
 
 def compile_model(
@@ -115,7 +214,9 @@ def compile_model(
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
     """Compile ``model`` (an ONNX model, path or bytes; a ``torch.nn.Module``; or a
-    :class:`Graph`) for ``cfg`` (a configuration, preset name or file).
+    :class:`Graph`) for ``cfg`` (a configuration, preset name or file), through
+    :data:`STAGES` (observed by the instruments active around the call:
+    :func:`compiler.pipeline.instrumented`).
 
     ``calibration``: sample inputs (arrays in input order, or dicts by input name) that the
     quantizer observes; ``keep_float``: nodes left in float (on the CPU); ``cpu_only``:
@@ -124,40 +225,23 @@ def compile_model(
     this host; None: numpy kernels only); ``progress(stage)`` is called as each stage starts.
     """
     cfg = AccelConfig.resolve(cfg)
-    env = Env(cfg)
-    keep_float = node_names(keep_float, "keep_float")  # checked before the slow stages
-    cpu_only = node_names(cpu_only, "cpu_only")
-    samples = [s if not isinstance(s, np.ndarray) else [s] for s in calibration]
+    keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
+    forced = tuple(node_names(cpu_only, "cpu_only"))
+    samples = tuple(s if not isinstance(s, np.ndarray) else [s] for s in calibration)
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")
-    seconds: dict[str, float] = {}
-
-    def stage(label: str, work: Callable[[], Any]) -> Any:
-        if progress is not None:
-            progress(label)
-        started = time.perf_counter()
-        result = work()
-        seconds[label] = time.perf_counter() - started
-        return result
-
-    graph = stage("import", lambda: import_model(model, _first(samples), input_shapes))
-    graph = stage("fold_constants", lambda: fold_constants(graph))
-    folded = stage("fold_batch_norm", lambda: fold_batch_norm(graph))
-    qgraph = stage(
-        "quantize",
-        lambda: quantize(
-            folded,
-            calibrate(folded, samples),
-            keep_float=keep_float,
-            mul_bits=cfg.mul_arg_bits,
-        ),
+    request = CompileContext(model, Env(cfg), samples, keep, forced, input_shapes, cpu_target, name)
+    stages = _Stages(len(running_passes()) + 1, progress)
+    with instrumented(stages):
+        done = run_pipeline(request, STAGES)
+    return CompiledModel(
+        _made(done.graph),
+        _made(done.qgraph),
+        _made(done.partition),
+        _made(done.plan),
+        _made(done.image),
+        stages.seconds,
     )
-    qgraph = stage("simplify", lambda: simplify(qgraph, keep=cpu_only))
-    qgraph = stage("split_grouped", lambda: split_grouped(qgraph, env, keep=cpu_only))
-    parts = stage("partition", lambda: partition(qgraph, cfg, cpu_only=cpu_only))
-    plan = stage("plan", lambda: plan_model(qgraph, parts, env))
-    image = stage("codegen", lambda: _codegen(plan, env, name or graph.name, cpu_target))
-    return CompiledModel(folded, qgraph, parts, plan, image, seconds)
 
 
 def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelImage:
