@@ -12,15 +12,25 @@ import numpy as np
 
 from compiler.errors import GraphError, UnknownInputShape
 from compiler.graph.ir import Graph
+from compiler.graph.limits import check_graph_size
+from isa.files import FileFormat, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
-from runtime.cli_common import check_output_file
+from runtime.cli_common import check_output_file, resolve_config, writing
 
 if TYPE_CHECKING:
     from compiler.pipeline import Instrument, PassTiming
 
-__all__ = ["COMPILE", "add_calibration_option", "calibration_samples", "read_onnx"]
+__all__ = [
+    "COMPILE",
+    "ONNX_MODEL",
+    "add_calibration_option",
+    "calibration_samples",
+    "read_onnx",
+]
 
 _RANDOM_SAMPLES = 4
+#: An ONNX model (``compile``, ``tune``): 2 GiB, protobuf's limit on one message.
+ONNX_MODEL = FileFormat("ONNX model", 2 << 30)
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -91,15 +101,17 @@ def _input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def read_onnx(path: Path, shapes: list[tuple[str, tuple[int, ...]]]) -> Graph:
-    """The graph of the ONNX file ``path`` with ``--input-shape`` values ``shapes``; an input
-    whose shape is not fixed is an error naming the flag."""
+    """The graph of the ONNX file ``path`` (a regular file within :data:`ONNX_MODEL`'s limit)
+    with ``--input-shape`` values ``shapes``, its size checked (:func:`check_graph_size`)
+    before anything runs; an input whose shape is not fixed is an error naming the flag."""
     from compiler.frontend import from_onnx
 
     given = dict(shapes)
     if len(given) != len(shapes):
         raise GraphError("--input-shape names an input twice")
+    check_file(path, ONNX_MODEL)  # ONNX reads the path itself (and external data beside it)
     try:
-        return from_onnx(path, input_shapes=given)
+        graph = from_onnx(path, input_shapes=given)
     except UnknownInputShape as err:
         where = f"dimension {err.axis} is not fixed" if err.axis else "its shape is not given"
         raise UnknownInputShape(
@@ -107,6 +119,8 @@ def read_onnx(path: Path, shapes: list[tuple[str, tuple[int, ...]]]) -> Graph:
             tensor=err.tensor,
             axis=err.axis,
         ) from None
+    check_graph_size(graph)
+    return graph
 
 
 def add_calibration_option(parser: argparse.ArgumentParser) -> None:
@@ -131,32 +145,53 @@ def calibration_samples(graph: Graph, path: Path | None) -> list[dict[str, np.nd
             {n: rng.standard_normal(graph.types[n].shape).astype(np.float32) for n in graph.inputs}
             for _ in range(_RANDOM_SAMPLES)
         ]
-    try:
-        if path.suffix == ".npy":
-            arrays = {graph.inputs[0]: np.load(path, allow_pickle=False)}
-        else:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError) as err:
-        raise GraphError(f"cannot read calibration data {path}: {err}") from None
+    arrays = {graph.inputs[0]: read_npy(path)} if path.suffix == ".npy" else read_npz(path)
     missing = [n for n in graph.inputs if n not in arrays]
     if missing:
         raise GraphError(f"calibration data {path} has no array for input {missing[0]!r}")
     batches = {n: _samples_of(arrays[n], graph.types[n].shape, n) for n in graph.inputs}
     count = min(len(b) for b in batches.values())
-    return [{n: batches[n][k].astype(np.float32) for n in graph.inputs} for k in range(count)]
+    if not count:
+        raise GraphError(f"calibration data {path} holds no samples")
+    return [{n: batches[n][k] for n in graph.inputs} for k in range(count)]
+
+
+def _real(array: np.ndarray, name: str) -> np.ndarray:
+    """``array`` (calibration array ``name``) as float32, which it must hold: real numbers
+    (bool, integer or float), every one finite in float32; raise GraphError naming the array
+    otherwise, with no numpy warning printed."""
+    if array.dtype.kind not in "biuf":
+        raise GraphError(
+            f"calibration array {name!r} holds {array.dtype} values: needs real numbers "
+            f"(bool, integer or float)"
+        )
+    with np.errstate(all="ignore"):  # a value beyond float32 becomes inf: refused below
+        values = array.astype(np.float32)
+    bad = int(np.count_nonzero(~np.isfinite(values)))
+    if bad:
+        raise GraphError(
+            f"calibration array {name!r} holds {bad:,} values that are NaN or infinite (or "
+            f"beyond float32's range) among {values.size:,}"
+        )
+    return values
 
 
 def _samples_of(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
-    """``array`` as a stack of samples of ``shape``: one sample of that shape, samples along a
-    new first axis, or, for an input of batch 1, samples along the batch axis (an (N, C, H, W)
-    array as users save a data set)."""
+    """``array`` (calibration array ``name``, checked by :func:`_real`) as a float32 stack of
+    samples of ``shape``: one sample of that shape, samples along a new first axis, or, for an
+    input of batch 1, samples along the batch axis (an (N, C, H, W) array as users save a data
+    set); a 0-d array or any other shape is a GraphError."""
     if array.shape == shape:
-        return array[None]
+        return _real(array, name)[None]
+    if array.ndim == 0:
+        raise GraphError(
+            f"calibration array {name!r} is a single number (0-d): needs samples of the "
+            f"input's shape {list(shape)}"
+        )
     if array.shape[1:] == shape:
-        return array
+        return _real(array, name)
     if shape and shape[0] == 1 and array.shape[1:] == shape[1:] and len(array):
-        return array[:, None]
+        return _real(array, name)[:, None]
     raise GraphError(
         f"calibration array {name!r} has shape {list(array.shape)}: needs samples of the "
         f"input's shape {list(shape)} (stacked along a first axis)"
@@ -170,18 +205,20 @@ def _run(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     graph = read_onnx(args.model, args.input_shape)
     samples = calibration_samples(graph, args.calibrate)
+    config = resolve_config(args.config)
     timing, instruments = _instruments(args)
     with progress_bar(len(STAGES), "stage") as advance, instrumented(*instruments):
         compiled = compile_model(
             graph,
-            args.config,
+            config,
             calibration=samples,
             name=args.model.stem,
             progress=advance,
             cpu_only=args.cpu_only,
             keep_float=args.keep_float,
         )
-    compiled.save(args.output)
+    with writing(args.output, "-o"):
+        compiled.save(args.output)
     if args.report:
         print(compiled.partition.report())
     if timing is not None:

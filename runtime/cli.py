@@ -3,9 +3,10 @@
 Subcommands are plain records in :data:`COMMANDS` (name, help, argument setup, handler); a
 handler returns the exit status. :func:`main` is the top level: a vtaforge error (any
 :class:`~isa.VtaforgeError`) or an operating-system error is one line on stderr and exit status
-1; a usage error is argparse's message with a suggestion for a misspelt subcommand, choice or
-option, and exit status 2; anything else is a bug in vtaforge, reported on one line that says so
-and where to report it, with exit status 2. ``--debug`` adds the traceback (and an error's
+1; a usage error is one line too (``vtaforge: error: COMMAND: message``, with a suggestion for
+a misspelt subcommand, choice or option, and no usage text), with exit status 1 (argparse's
+``SystemExit(1)``); anything else is a bug in vtaforge, reported on one line that says so and
+where to report it, with exit status 2. ``--debug`` adds the traceback (and an error's
 full multi-line message, such as a deadlock's every blocked unit). ``--version`` prints the
 installed version. Output paths are checked before a command starts its work.
 """
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -37,7 +38,18 @@ from isa import (
     instruction_set,
 )
 from isa.assembly import SYNTAX
-from runtime.cli_common import CliError, check_output_dir, check_output_file, read_source
+from isa.files import FileFormat, read_file, read_npy, read_npz
+from runtime.cli_common import (
+    CliError,
+    check_output_dir,
+    check_output_file,
+    load_program,
+    read_source,
+    resolve_config,
+    write_arrays,
+    write_output,
+    writing,
+)
 from runtime.cli_sim import (
     add_timing_options,
     check_report_path,
@@ -49,6 +61,9 @@ from runtime.cli_sim import (
 )
 from runtime.progress import elapsed_progress, format_elapsed, progress_bar
 from simulator import DeadlockError, FunctionalSimulator
+
+if TYPE_CHECKING:
+    from runtime.model import Model
 
 __all__ = [
     "BUG_REPORT",
@@ -67,6 +82,8 @@ BUG_REPORT = (
     "command line and the traceback (rerun with --debug to print it)"
 )
 _DEBUG_HELP = "on an error, print the traceback and the full message"
+#: A compiled model (``vtaforge run``): 1 GiB, ``runtime.model.archive.MAX_MODEL_BYTES``.
+COMPILED_MODEL = FileFormat("compiled model", 1 << 30)
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,7 @@ def _configure_config(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_config(args: argparse.Namespace) -> int:
-    cfg = AccelConfig.resolve(args.spec)
+    cfg = resolve_config(args.spec)
     if args.json:
         print(cfg.to_json(), end="")
         return 0
@@ -139,7 +156,7 @@ def _configure_isa(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_isa(args: argparse.Namespace) -> int:
-    cfg = AccelConfig.resolve(args.config)
+    cfg = resolve_config(args.config)
     isa = instruction_set(cfg)
     print(f"# Instruction formats of {cfg.fingerprint}\n")
     for fmt in (*isa.instruction_formats, isa.uop):
@@ -162,9 +179,9 @@ def _configure_asm(parser: argparse.ArgumentParser) -> None:
 def _run_asm(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     text = read_source(args.source)
-    config = AccelConfig.resolve(args.config) if args.config else None
+    config = resolve_config(args.config) if args.config else None
     program = assemble(text, config)
-    program.save(args.output)
+    write_output(args.output, "-o", program.to_bytes())
     print(
         f"{args.output}: {len(program.instructions)} instructions, {len(program.uops)} micro-ops, "
         f"{len(program.segments)} segments, {len(program.regions)} regions "
@@ -186,11 +203,11 @@ def _configure_disasm(parser: argparse.ArgumentParser) -> None:
 def _run_disasm(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "-o")
-    config = AccelConfig.resolve(args.config) if args.config else None
-    program = Program.load(args.binary, config=config)
+    config = resolve_config(args.config) if args.config else None
+    program = load_program(args.binary, config)
     text = disassemble(program, listing=args.listing)
     if args.output:
-        args.output.write_text(text)
+        write_output(args.output, "-o", text)
     else:
         print(text, end="")
     return 0
@@ -204,7 +221,7 @@ def _configure_demo(parser: argparse.ArgumentParser) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from runtime.demo import demo_expected_output, demo_gemm_program
 
-    cfg = AccelConfig.resolve(args.config)
+    cfg = resolve_config(args.config)
     program = demo_gemm_program(cfg)
     print(f"Demo: a 4x4-block GEMM with a >>8, relu, clip epilogue on {cfg.fingerprint}")
     print(
@@ -277,17 +294,21 @@ def _configure_run(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
-    try:
-        if len(paths) == 1 and paths[0].suffix == ".npz":
-            with np.load(paths[0], allow_pickle=False) as archive:
-                return {name: archive[name] for name in archive.files}
-        return [np.load(path, allow_pickle=False) for path in paths]
-    except (OSError, ValueError, EOFError) as err:
-        raise CliError(f"cannot read the inputs: {err}") from None
+    """``--input``: one ``.npz`` of arrays by name, or one ``.npy`` per model input."""
+    if len(paths) == 1 and paths[0].suffix == ".npz":
+        return read_npz(paths[0])
+    return [read_npy(path) for path in paths]
+
+
+def _load_model(path: Path) -> Model:
+    """The compiled model at ``path``, read within :data:`COMPILED_MODEL`'s limit."""
+    from runtime.model import Model, ModelImage
+
+    return Model(ModelImage.from_bytes(read_file(path, COMPILED_MODEL), source=str(path)))
 
 
 def _run_run(args: argparse.Namespace) -> int:
-    from runtime.model import load_model, write_model_plots, write_model_trace
+    from runtime.model import write_model_plots, write_model_trace
 
     if (args.trace or args.plots) and args.device == "fsim":
         raise CliError("--trace and --plots need a timed device (sim or rtl)")
@@ -313,7 +334,7 @@ def _run_run(args: argparse.Namespace) -> int:
         from runtime.devices.rtl import AXI_RAM_TIMING
 
         print(f"{describe_timing(AXI_RAM_TIMING)} (the RTL's AXI memory model)")
-    model = load_model(args.model)
+    model = _load_model(args.model)
     inputs = _load_inputs(args.input)
     with progress_bar(len(model.image.steps), "step") as advance:
         result = model.run(inputs, device=args.device, progress=advance, **options)
@@ -334,16 +355,19 @@ def _run_run(args: argparse.Namespace) -> int:
         top = int(np.argmax(array.reshape(array.shape[0], -1)[0])) if array.size else None
         print(f"output {name}: {array.dtype}{list(array.shape)}, argmax of the first row {top}")
     if args.output:
-        np.savez(args.output, **result.outputs)
+        write_arrays(args.output, "-o", result.outputs)
         print(f"wrote {args.output}")
     if args.trace or args.plots:
         if not result.cycle_stats:
             raise CliError("--trace and --plots need a timed device (sim)")
         if args.trace:
-            write_model_trace(result.cycle_stats, args.trace, args.model.name, result.report)
+            with writing(args.trace, "--trace"):
+                write_model_trace(result.cycle_stats, args.trace, args.model.name, result.report)
             print(f"wrote {args.trace}")
         if args.plots:
-            for path in write_model_plots(result.cycle_stats, args.plots):
+            with writing(args.plots, "--plots"):
+                paths = write_model_plots(result.cycle_stats, args.plots)
+            for path in paths:
                 print(f"wrote {path}")
     return 0
 
@@ -377,12 +401,13 @@ def _configure_hw(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_hw(args: argparse.Namespace) -> int:
-    cfg = AccelConfig.resolve(args.config)
+    cfg = resolve_config(args.config)
     if args.action == "verilog":
         from hw.export import AXI_TOP_NAME, TOP_NAME, write_verilog
 
         check_output_file(args.output, "-o")
-        size = write_verilog(cfg, args.output, axi=args.axi)
+        with writing(args.output, "-o"):
+            size = write_verilog(cfg, args.output, axi=args.axi)
         top = AXI_TOP_NAME if args.axi else TOP_NAME
         print(f"{args.output}: module {top} for {cfg.fingerprint} ({size:,} bytes)")
         return 0
@@ -441,9 +466,11 @@ def commands() -> tuple[Command, ...]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with suggestions: a misspelt subcommand or choice gets the closest one, and an
-    unknown option is named (with the closest known one) by the subcommand that got it, before
-    a later positional argument can be reported in its place."""
+    """argparse with one-line usage errors and suggestions: an error is
+    ``vtaforge: error: COMMAND: message`` on stderr and exit status 1 (a user's error, as every
+    other); a misspelt subcommand or choice gets the closest one, and an unknown option is named
+    (with the closest known one) by the subcommand that got it, before a later positional
+    argument can be reported in its place."""
 
     _CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
 
@@ -452,7 +479,9 @@ class _Parser(argparse.ArgumentParser):
         if found:
             choices = re.findall(r"'([^']*)'", found["choices"])
             message += did_you_mean(found["word"], choices)
-        super().error(message)
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(1, f"vtaforge: error: {where}{message}; see `{self.prog} --help`\n")
 
     def parse_known_args(
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -516,7 +545,8 @@ def _one_line(err: VtaforgeError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 done, 1 an error in what was asked, 2 a
-    usage error or a bug in vtaforge)."""
+    bug in vtaforge). A usage error raises ``SystemExit(1)`` after its one line, as ``--help``
+    and ``--version`` raise ``SystemExit(0)``."""
     args = build_parser().parse_args(argv)
     handler = {c.name: c.run for c in commands()}[args.command]
     prefix = f"vtaforge {args.command}"

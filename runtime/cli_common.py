@@ -1,18 +1,36 @@
 """What every ``vtaforge`` subcommand shares: its error type, the check of an output path made
-before any work starts, and the reading of a text source.
+before any work starts, the writing of an output, and the reading of the files a user names
+(an assembly source, a binary program, a configuration), each within its format's limit
+(:mod:`isa.files`).
 
 Each check raises a :class:`CliError` (a :class:`~isa.VtaforgeError`) naming the option and
-the path, so the top level (:func:`runtime.cli.main`) reports it on one line.
+the path, or an :class:`isa.files.UserFileError` naming the path, so the top level
+(:func:`runtime.cli.main`) reports it on one line. Every output is written through
+:func:`write_output` or inside :func:`writing`, so a write or flush that fails (a full disk,
+``/dev/full``) is an :class:`OutputPathError` naming the option, never a lost output.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from isa import AccelConfig, VtaforgeError
+import numpy as np
+
+from isa import (
+    AccelConfig,
+    ConfigError,
+    ConfigMismatchError,
+    Program,
+    ProgramFormatError,
+    VtaforgeError,
+)
+from isa.files import ASSEMBLY, CONFIGURATION, PROGRAM, read_file
 from isa.program import MAGIC
 
 __all__ = [
@@ -21,7 +39,12 @@ __all__ = [
     "check_output_dir",
     "check_output_file",
     "demo_arguments",
+    "load_program",
     "read_source",
+    "resolve_config",
+    "write_arrays",
+    "write_output",
+    "writing",
 ]
 
 
@@ -79,12 +102,68 @@ def demo_arguments(parser: argparse.ArgumentParser, config: str, out: Path) -> A
     return cfg
 
 
-def read_source(path: Path) -> str:
-    """The text of an assembly source; a binary program or non-UTF-8 bytes are named as such."""
+@contextlib.contextmanager
+def writing(path: Path, option: str) -> Iterator[None]:
+    """Run the block that writes the output ``path`` (given as ``option``): an operating-system
+    error in it (a full disk, ``/dev/full``) is an OutputPathError naming both."""
     try:
-        data = path.read_bytes()
+        yield
     except OSError as err:
-        raise CliError(f"{path}: cannot be read ({err.strerror})") from None
+        raise OutputPathError(
+            f"{option} {path}: cannot be written ({err.strerror or err})"
+        ) from None
+
+
+def write_output(path: Path, option: str, data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` (given as ``option``), flushed and closed
+    before this returns; a failed write is an OutputPathError (:func:`writing`)."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    with writing(path, option), path.open("wb") as handle:
+        handle.write(payload)
+
+
+def write_arrays(path: Path, option: str, arrays: np.ndarray | Mapping[str, np.ndarray]) -> None:
+    """Save one array as ``.npy``, or arrays by name as ``.npz``, at ``path`` through
+    :func:`write_output` (numpy's own writers let a failed write pass unnoticed)."""
+    buffer = io.BytesIO()
+    if isinstance(arrays, np.ndarray):
+        np.save(buffer, arrays, allow_pickle=False)
+    else:
+        np.savez(buffer, **arrays)
+    write_output(path, option, buffer.getvalue())
+
+
+def resolve_config(spec: str) -> AccelConfig:
+    """The configuration ``--config`` names: a preset, or a JSON file read within
+    :data:`isa.files.CONFIGURATION`'s limit (ours or VTA's ``vta_config.json``)."""
+    if spec in AccelConfig.preset_names() or not Path(spec).exists():
+        return AccelConfig.resolve(spec)  # a preset, or the error naming the presets
+    data = read_file(spec, CONFIGURATION)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            "file", spec, f"is not UTF-8 text (byte {err.start}: {err.reason})"
+        ) from None
+    return AccelConfig.from_json(text, source=spec)
+
+
+def load_program(path: Path, config: AccelConfig | None) -> Program:
+    """The binary program at ``path``, read within :data:`isa.files.PROGRAM`'s limit; with
+    ``config``, one built for another configuration is refused (as :meth:`Program.load`)."""
+    data = read_file(path, PROGRAM)
+    try:
+        return Program.from_bytes(data, config=config)
+    except ConfigMismatchError as err:
+        raise ConfigMismatchError(f"{path}: {err}", err.differences) from None
+    except ProgramFormatError as err:
+        raise ProgramFormatError(f"{path}: {err}") from None
+
+
+def read_source(path: Path) -> str:
+    """The text of an assembly source, read within :data:`isa.files.ASSEMBLY`'s limit; a
+    binary program or non-UTF-8 bytes are named as such."""
+    data = read_file(path, ASSEMBLY)
     if data.startswith(MAGIC):
         raise CliError(
             f"{path} is a binary vtaforge program, not assembly text: "

@@ -14,14 +14,25 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from isa import AccelConfig, ConfigError, DramRegion, Program, TimingConfig, did_you_mean
-from runtime.cli_common import CliError, check_output_dir, check_output_file
+from isa import ConfigError, DramRegion, Program, TimingConfig, did_you_mean
+from isa.files import CONFIGURATION, read_file, read_npy
+from runtime.cli_common import (
+    CliError,
+    check_output_dir,
+    check_output_file,
+    load_program,
+    resolve_config,
+    write_arrays,
+    write_output,
+    writing,
+)
 from simulator import CycleSimulator, CycleStats, write_chrome_trace
 
 __all__ = [
@@ -90,8 +101,8 @@ def run_sim(args: argparse.Namespace) -> int:
     if args.plots is not None:
         check_output_dir(args.plots, "--plots")
     timing = timing_from(args.timing, args.read_latency, args.set)
-    config = AccelConfig.resolve(args.config) if args.config else None
-    program = Program.load(args.program, config=config)
+    config = resolve_config(args.config) if args.config else None
+    program = load_program(args.program, config)
     cfg = config or program.config
     regions = program.named_regions()
     inputs = [(_region(regions, name, "--input"), path) for name, path in map(_input, args.input)]
@@ -101,19 +112,21 @@ def run_sim(args: argparse.Namespace) -> int:
     print(f"{args.program}: {cfg.fingerprint}, read latency {timing.read_latency}")
     print(stats.table())
     for region, path in outputs:
-        np.save(path, dram[region.address : region.end])
+        write_arrays(path, "--output", dram[region.address : region.end])
         print(f"wrote {path} ({region.name}: {region.size} bytes)")
     if args.report:
         write_report(args.report, [report_row(args.program.name, stats)])
         print(f"wrote {args.report}")
     if args.trace:
-        write_chrome_trace(stats, args.trace, name=args.program.name)
+        with writing(args.trace, "--trace"):
+            write_chrome_trace(stats, args.trace, name=args.program.name)
         print(f"wrote {args.trace}")
     if args.plots:
         from simulator.plots import roofline_png, timeline_png
 
-        timeline_png(stats, args.plots / "timeline.png", title=args.program.name)
-        roofline_png([(args.program.name, stats)], args.plots / "roofline.png")
+        with writing(args.plots, "--plots"):
+            timeline_png(stats, args.plots / "timeline.png", title=args.program.name)
+            roofline_png([(args.program.name, stats)], args.plots / "roofline.png")
         print(f"wrote {args.plots / 'timeline.png'} and {args.plots / 'roofline.png'}")
     return 0
 
@@ -160,14 +173,15 @@ def describe_timing(timing: TimingConfig) -> str:
 
 def write_report(path: Path, rows: list[dict[str, Any]]) -> None:
     """``rows`` (dicts of one set of keys) as a JSON list or a CSV table, by ``path``'s
-    suffix."""
+    suffix: ``--report``'s file, written through :func:`~runtime.cli_common.write_output`."""
     if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(rows if len(rows) != 1 else rows[0], indent=2) + "\n")
+        write_output(path, "--report", json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
         return
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_output(path, "--report", text.getvalue())
 
 
 def timing_from(
@@ -188,10 +202,9 @@ def timing_from(
 
 
 def _timing_file(path: Path) -> dict[str, Any]:
+    text = read_file(path, CONFIGURATION)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError("--timing", str(path), f"cannot be read ({err.strerror})") from None
+        data = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise ConfigError("--timing", str(path), f"is not a JSON document ({err})") from None
     if not isinstance(data, dict):
@@ -270,11 +283,8 @@ def _initial_dram(
 
 
 def _array_bytes(path: Path, region: DramRegion) -> bytes:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
-        raise CliError(f"--input {region.name}={path}: cannot be read ({err})") from None
-    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
+    array = read_npy(path)
+    if array.dtype.kind not in "biuf":
         raise CliError(f"--input {region.name}={path}: not a numeric array")
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
     if len(data) != region.size:

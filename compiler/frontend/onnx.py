@@ -210,7 +210,22 @@ class _Importer:
         return self.builder.build(outputs)
 
     def _initializer(self, tensor: onnx.TensorProto) -> None:
-        self.builder.param(tensor.name, numpy_helper.to_array(tensor))
+        """Define the initializer ``tensor`` as a parameter; data that does not fill its dims
+        exactly (raw bytes too many or too few, a typed list of another length) is a
+        GraphError naming it."""
+        try:
+            array = numpy_helper.to_array(tensor)
+        except (ValueError, TypeError) as err:
+            held = (
+                f"{len(tensor.raw_data):,} bytes of raw data"
+                if tensor.HasField("raw_data")
+                else "typed data"
+            )
+            raise GraphError(
+                f"the initializer's {held} do not fill its dims {list(tensor.dims)} ({err})",
+                tensor=tensor.name,
+            ) from None
+        self.builder.param(tensor.name, array)
         self.values[tensor.name] = tensor.name
 
     def _input(self, value: onnx.ValueInfoProto) -> None:

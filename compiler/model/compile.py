@@ -35,6 +35,7 @@ from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph, node_names
+from compiler.graph.limits import check_graph_size
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
 from compiler.graph.passes.simplify import simplify
@@ -125,7 +126,10 @@ class CompileContext:
 
 
 def _import(ctx: CompileContext) -> CompileContext:
+    """The model's float graph, refused before anything runs where its tensors are too many
+    bytes for a model (:func:`compiler.graph.limits.check_graph_size`)."""
     graph = import_model(ctx.model, _first(list(ctx.samples)), ctx.input_shapes)
+    check_graph_size(graph)
     return replace(ctx, graph=graph)
 
 

@@ -25,8 +25,10 @@ def run(capsys, *argv):
 def _usage_error(capsys, *argv):
     with pytest.raises(SystemExit) as caught:
         main(list(argv))
-    assert caught.value.code == 2
-    return capsys.readouterr().err
+    assert caught.value.code == 1  # a user's error, as every other: one line, status 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("vtaforge: error: ")
+    return err
 
 
 def test_version(capsys):
@@ -190,9 +192,9 @@ def test_the_demo_listing_reassembles_into_a_runnable_program(capsys, tmp_path):
     assert run(capsys, "sim", str(binary))[0] == 0
 
 
-def test_the_console_script_reports_a_usage_error_with_status_2():
+def test_the_console_script_reports_a_usage_error_with_status_1():
     result = subprocess.run(
         [sys.executable, "-m", "runtime.cli", "simm"], capture_output=True, text=True, check=False
     )
-    assert result.returncode == 2
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "did you mean 'sim'?" in result.stderr and "Traceback" not in result.stderr
