@@ -15,7 +15,7 @@ from compiler.graph.ir import Graph
 from compiler.graph.limits import check_graph_size
 from isa.files import FileFormat, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
-from runtime.cli_common import check_output_file, resolve_config, writing
+from runtime.cli.common import check_output_file, resolve_config, writing
 
 if TYPE_CHECKING:
     from compiler.pipeline import Instrument, PassTiming

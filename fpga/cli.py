@@ -17,7 +17,7 @@ from fpga.boards import BOARDS, Board, Family, board
 from fpga.errors import FpgaError
 from isa import AccelConfig
 from runtime.cli import Command
-from runtime.cli_common import check_output_dir
+from runtime.cli.common import check_output_dir
 from runtime.progress import elapsed_progress, format_elapsed
 
 __all__ = ["FPGA"]

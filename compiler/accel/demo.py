@@ -27,7 +27,7 @@ from compiler.build import build
 from compiler.errors import CompileError
 from compiler.te import placeholder
 from isa import AccelConfig
-from runtime.cli_common import demo_arguments
+from runtime.cli.common import demo_arguments
 
 __all__ = ["conv_demo", "main"]
 

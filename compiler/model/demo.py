@@ -24,7 +24,7 @@ import numpy as np
 from compiler.accel.ops import VTA_RESNET18_CYCLES
 from compiler.model.compile import compile_model
 from isa import AccelConfig
-from runtime.cli_common import demo_arguments
+from runtime.cli.common import demo_arguments
 
 __all__ = ["main", "resnet18_demo"]
 

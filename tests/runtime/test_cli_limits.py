@@ -166,7 +166,7 @@ def test_every_format_has_a_named_limit(tmp_path):
     with pytest.raises(UserFileError, match="over the limit for binary programs"):
         read_file(big, PROGRAM)
     assert ARRAYS.limit == 4 << 30
-    from runtime.cli import COMPILED_MODEL
+    from runtime.cli.run import COMPILED_MODEL
 
     assert COMPILED_MODEL.limit == MAX_MODEL_BYTES
 

@@ -125,9 +125,9 @@ def _no_simulation(*args, **kwargs):
 def test_sim_checks_output_paths_before_simulating(
     capsys, tmp_path, monkeypatch, option, value, message
 ):
-    import runtime.cli_sim
+    import runtime.cli.sim
 
-    monkeypatch.setattr(runtime.cli_sim, "CycleSimulator", _no_simulation)
+    monkeypatch.setattr(runtime.cli.sim, "CycleSimulator", _no_simulation)
     program = tmp_path / "p.bin"
     demo_gemm_program(TINY).save(program)
     names = {"missing": tmp_path / "no" / "such", "file": program, "tmp": tmp_path}

@@ -1,7 +1,7 @@
-"""What every ``vtaforge`` subcommand shares: its error type, the check of an output path made
-before any work starts, the writing of an output, and the reading of the files a user names
-(an assembly source, a binary program, a configuration), each within its format's limit
-(:mod:`isa.files`).
+"""What every ``vtaforge`` subcommand shares: its error type, the ``--config`` option, the
+check of an output path made before any work starts, the writing of an output (a ``--report``
+table included), and the reading of what a user names (an assembly source, a binary program, a
+configuration, within its format's limit, :mod:`isa.files`; a ``NAME=VALUE`` pair).
 
 Each check raises a :class:`CliError` (a :class:`~isa.VtaforgeError`) naming the option and
 the path, or an :class:`isa.files.UserFileError` naming the path, so the top level
@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import io
+import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,14 +39,18 @@ from isa.program import MAGIC
 __all__ = [
     "CliError",
     "OutputPathError",
+    "add_config_option",
     "check_output_dir",
     "check_output_file",
+    "check_report_path",
     "demo_arguments",
     "load_program",
+    "parse_assignment",
     "read_source",
     "resolve_config",
     "write_arrays",
     "write_output",
+    "write_report",
     "writing",
 ]
 
@@ -55,6 +62,26 @@ class CliError(VtaforgeError):
 class OutputPathError(CliError):
     """An output path cannot be written: its folder is missing, it is a folder, or writing
     there is not permitted."""
+
+
+def add_config_option(parser: argparse.ArgumentParser, default: str | None = "default") -> None:
+    """``--config PRESET|FILE``, as :func:`resolve_config` reads it (``default`` None: the
+    command takes the configuration from its input unless one is named)."""
+    parser.add_argument(
+        "--config",
+        default=default,
+        metavar="PRESET|FILE",
+        help=f"a preset ({', '.join(AccelConfig.preset_names())}) or a JSON file (ours or "
+        f"VTA's vta_config.json)",
+    )
+
+
+def parse_assignment(text: str, option: str) -> tuple[str, str]:
+    """``NAME=VALUE`` (given as ``option``) as its two parts; a CliError if either is empty."""
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise CliError(f"{option} {text!r}: expected NAME=VALUE")
+    return name, value
 
 
 def check_output_file(path: Path, option: str) -> None:
@@ -88,6 +115,13 @@ def check_output_dir(path: Path, option: str) -> None:
         raise OutputPathError(f"{option} {path}: is a file, not a folder") from None
     except OSError as err:
         raise OutputPathError(f"{option} {path}: cannot be written ({err.strerror})") from None
+
+
+def check_report_path(path: Path) -> None:
+    """``--report``'s file: writable, named ``.json`` or ``.csv``."""
+    check_output_file(path, "--report")
+    if path.suffix.lower() not in (".json", ".csv"):
+        raise CliError(f"--report {path}: the name must end in .json or .csv")
 
 
 def demo_arguments(parser: argparse.ArgumentParser, config: str, out: Path) -> AccelConfig:
@@ -131,6 +165,19 @@ def write_arrays(path: Path, option: str, arrays: np.ndarray | Mapping[str, np.n
     else:
         np.savez(buffer, **arrays)
     write_output(path, option, buffer.getvalue())
+
+
+def write_report(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` (dicts of one set of keys) as a JSON list or a CSV table, by ``path``'s
+    suffix: ``--report``'s file, written through :func:`write_output`."""
+    if path.suffix.lower() == ".json":
+        write_output(path, "--report", json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
+        return
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_output(path, "--report", text.getvalue())
 
 
 def resolve_config(spec: str) -> AccelConfig:

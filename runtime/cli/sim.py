@@ -4,52 +4,41 @@ DRAM is sized from the program's whole footprint (:attr:`isa.Program.dram_extent
 table, segments and regions) and zeroed; ``--input NAME=FILE.npy`` replaces the bytes of a
 segment or region before the run, ``--output NAME=FILE.npy`` saves them after it (as a 1-D
 ``uint8`` array), ``--report FILE.json|FILE.csv`` writes the figures the table prints. The
-timing is ``isa.TimingConfig``: its defaults, then ``--timing FILE.json``, then
-``--read-latency``, then each ``--set NAME=VALUE``; an unknown name is a ConfigError that
-suggests the closest one. Every output path is checked before the simulation starts.
+memory timing is :mod:`runtime.cli.timing`'s options. Every output path is checked before the
+simulation starts.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
-import io
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from isa import ConfigError, DramRegion, Program, TimingConfig, did_you_mean
-from isa.files import CONFIGURATION, read_file, read_npy
-from runtime.cli_common import (
+from isa import DramRegion, Program, did_you_mean
+from isa.files import read_npy
+from runtime.cli.command import Command
+from runtime.cli.common import (
     CliError,
     check_output_dir,
     check_output_file,
+    check_report_path,
     load_program,
+    parse_assignment,
     resolve_config,
     write_arrays,
-    write_output,
+    write_report,
     writing,
 )
+from runtime.cli.timing import add_timing_options, timing_from
 from simulator import CycleSimulator, CycleStats, write_chrome_trace
 
-__all__ = [
-    "add_timing_options",
-    "check_report_path",
-    "configure_sim",
-    "describe_timing",
-    "report_row",
-    "run_sim",
-    "timing_from",
-    "write_report",
-]
-
-_TIMING_FIELDS = {f.name: f for f in dataclasses.fields(TimingConfig)}
+__all__ = ["SIM", "report_row"]
 
 
-def configure_sim(parser: argparse.ArgumentParser) -> None:
+def _configure(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``vtaforge sim``."""
     parser.add_argument("program", type=Path, metavar="PROGRAM.bin")
     parser.add_argument(
@@ -89,13 +78,13 @@ def configure_sim(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_sim(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     """``vtaforge sim``: check the outputs, load, fill, run, report."""
     if args.report is not None:
         check_report_path(args.report)
     if args.trace is not None:
         check_output_file(args.trace, "--trace")
-    outputs = [_assignment(text, "--output") for text in args.output]
+    outputs = [parse_assignment(text, "--output") for text in args.output]
     for _, path in outputs:
         check_output_file(Path(path), "--output")
     if args.plots is not None:
@@ -131,120 +120,9 @@ def run_sim(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- timing
-def add_timing_options(parser: argparse.ArgumentParser) -> None:
-    """``--timing FILE.json``, ``--set NAME=VALUE`` and ``--read-latency``: the memory timing
-    of the cycle-level simulator, as :func:`timing_from` reads them."""
-    parser.add_argument(
-        "--timing",
-        type=Path,
-        metavar="FILE.json",
-        help="a JSON object of isa.TimingConfig fields (the rest keep their defaults)",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"one TimingConfig field ({', '.join(_TIMING_FIELDS)}); repeatable",
-    )
-    parser.add_argument(
-        "--read-latency",
-        type=int,
-        metavar="CYCLES",
-        help="cycles from a read burst's request to its first beat (--set read_latency=N; "
-        f"default {TimingConfig().read_latency})",
-    )
-
-
-def check_report_path(path: Path) -> None:
-    """``--report``'s file: writable, named ``.json`` or ``.csv``."""
-    check_output_file(path, "--report")
-    if path.suffix.lower() not in (".json", ".csv"):
-        raise CliError(f"--report {path}: the name must end in .json or .csv")
-
-
-def describe_timing(timing: TimingConfig) -> str:
-    """The memory timing in one line: every field, the defaults marked as the ideal memory."""
-    fields = ", ".join(f"{name}={getattr(timing, name)}" for name in _TIMING_FIELDS)
-    ideal = " (the defaults: the RTL with an ideal memory)" if timing == TimingConfig() else ""
-    return f"memory timing: {fields}{ideal}"
-
-
-def write_report(path: Path, rows: list[dict[str, Any]]) -> None:
-    """``rows`` (dicts of one set of keys) as a JSON list or a CSV table, by ``path``'s
-    suffix: ``--report``'s file, written through :func:`~runtime.cli_common.write_output`."""
-    if path.suffix.lower() == ".json":
-        write_output(path, "--report", json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
-        return
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    write_output(path, "--report", text.getvalue())
-
-
-def timing_from(
-    file: Path | None, read_latency: int | None, assignments: list[str]
-) -> TimingConfig:
-    """The TimingConfig of the defaults, ``file`` (a JSON object of fields), ``read_latency``
-    and each ``NAME=VALUE`` of ``assignments``, applied in that order."""
-    changes: dict[str, Any] = {}
-    if file is not None:
-        changes |= _timing_file(file)
-    if read_latency is not None:
-        changes["read_latency"] = read_latency
-    for text in assignments:
-        name, value = _assignment(text, "--set")
-        name = _timing_name(name, "--set")
-        changes[name] = _timing_value(name, value)
-    return TimingConfig(**changes)
-
-
-def _timing_file(path: Path) -> dict[str, Any]:
-    text = read_file(path, CONFIGURATION)
-    try:
-        data = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise ConfigError("--timing", str(path), f"is not a JSON document ({err})") from None
-    if not isinstance(data, dict):
-        raise ConfigError("--timing", str(path), "must hold a JSON object of timing fields")
-    return {_timing_name(str(name), f"--timing {path}"): value for name, value in data.items()}
-
-
-def _timing_name(name: str, where: str) -> str:
-    if name not in _TIMING_FIELDS:
-        raise ConfigError(
-            where,
-            name,
-            f"not a timing parameter{did_you_mean(name, _TIMING_FIELDS)}; the parameters are "
-            f"{', '.join(_TIMING_FIELDS)}",
-        )
-    return name
-
-
-def _timing_value(name: str, text: str) -> int | bool:
-    if isinstance(_TIMING_FIELDS[name].default, bool):
-        flags = {"true": True, "1": True, "false": False, "0": False}
-        if text.lower() not in flags:
-            raise ConfigError(name, text, "must be true or false")
-        return flags[text.lower()]
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise ConfigError(name, text, "must be an integer") from None
-
-
 # ---------------------------------------------------------------------- inputs and outputs
-def _assignment(text: str, option: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name or not value:
-        raise CliError(f"{option} {text!r}: expected NAME=VALUE")
-    return name, value
-
-
 def _input(text: str) -> tuple[str, Path]:
-    name, value = _assignment(text, "--input")
+    name, value = parse_assignment(text, "--input")
     return name, Path(value)
 
 
@@ -320,3 +198,6 @@ def report_row(name: str, stats: CycleStats) -> dict[str, Any]:
     row |= {f"{buffer}_bytes": n for buffer, n in stats.bytes_moved.items()}
     row |= {f"timing_{k}": v for k, v in dataclasses.asdict(stats.timing).items()}
     return row
+
+
+SIM = Command("sim", "time a program on the cycle-level simulator", _configure, _run)

@@ -1,0 +1,148 @@
+"""``vtaforge run``: run a compiled model (``.vtaf``, from ``vtaforge compile``) on a device and
+print its outputs' summary, its per-step report, a trace and plots. The model runtime
+(:mod:`runtime.model`) is imported only when the command runs."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from isa.files import FileFormat, read_file, read_npy, read_npz
+from runtime.cli.command import Command
+from runtime.cli.common import (
+    CliError,
+    check_output_dir,
+    check_output_file,
+    check_report_path,
+    write_arrays,
+    write_report,
+    writing,
+)
+from runtime.cli.timing import add_timing_options, describe_timing, timing_from
+from runtime.progress import progress_bar
+
+if TYPE_CHECKING:
+    from runtime.model import Model
+
+__all__ = ["COMPILED_MODEL", "RUN"]
+
+#: A compiled model (``vtaforge run``): 1 GiB, ``runtime.model.archive.MAX_MODEL_BYTES``.
+COMPILED_MODEL = FileFormat("compiled model", 1 << 30)
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, metavar="MODEL.vtaf")
+    parser.add_argument(
+        "--device", default="sim", choices=("fsim", "sim", "rtl"), help="where (default: sim)"
+    )
+    parser.add_argument(
+        "--input",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="X.npy",
+        help="an input array (.npy), once per model input in order, or one .npz by name",
+    )
+    parser.add_argument("-o", "--output", type=Path, metavar="OUT.npz", help="save the outputs")
+    parser.add_argument(
+        "--report",
+        nargs="?",
+        const=True,
+        type=Path,
+        metavar="FILE.json|FILE.csv",
+        help="print the per-step table; with a file, also write it there with the totals",
+    )
+    parser.add_argument("--trace", type=Path, metavar="OUT.json", help="a Chrome/Perfetto trace")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="timeline and roofline PNGs")
+    add_timing_options(parser)
+    parser.epilog = (
+        "Runs a compiled model (vtaforge compile) and prints its outputs' summary. On sim the "
+        "memory timing is the defaults (an ideal memory) unless --timing/--set/--read-latency "
+        "change it; rtl simulates its own AXI memory model."
+    )
+
+
+def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
+    """``--input``: one ``.npz`` of arrays by name, or one ``.npy`` per model input."""
+    if len(paths) == 1 and paths[0].suffix == ".npz":
+        return read_npz(paths[0])
+    return [read_npy(path) for path in paths]
+
+
+def _load_model(path: Path) -> Model:
+    """The compiled model at ``path``, read within :data:`COMPILED_MODEL`'s limit."""
+    from runtime.model import Model, ModelImage
+
+    return Model(ModelImage.from_bytes(read_file(path, COMPILED_MODEL), source=str(path)))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from runtime.model import write_model_plots, write_model_trace
+
+    if (args.trace or args.plots) and args.device == "fsim":
+        raise CliError("--trace and --plots need a timed device (sim or rtl)")
+    timed = args.timing is not None or args.set or args.read_latency is not None
+    if timed and args.device != "sim":
+        raise CliError(
+            f"--timing, --set and --read-latency set the sim device's memory timing; "
+            f"{args.device} has {'none' if args.device == 'fsim' else 'its own AXI memory model'}"
+        )
+    for option, path in (("-o", args.output), ("--trace", args.trace)):
+        if path is not None:
+            check_output_file(path, option)
+    report_file = args.report if isinstance(args.report, Path) else None
+    if report_file is not None:
+        check_report_path(report_file)
+    if args.plots is not None:
+        check_output_dir(args.plots, "--plots")
+    options = {}
+    if args.device == "sim":
+        options["timing"] = timing_from(args.timing, args.read_latency, args.set)
+        print(describe_timing(options["timing"]))
+    elif args.device == "rtl":
+        from runtime.devices.rtl import AXI_RAM_TIMING
+
+        print(f"{describe_timing(AXI_RAM_TIMING)} (the RTL's AXI memory model)")
+    model = _load_model(args.model)
+    inputs = _load_inputs(args.input)
+    with progress_bar(len(model.image.steps), "step") as advance:
+        result = model.run(inputs, device=args.device, progress=advance, **options)
+    report = result.report
+    if report_file is not None:
+        write_report(report_file, report.rows())
+        print(f"wrote {report_file}")
+    if args.report:
+        print(report.table())
+    else:
+        summary = report.summary()
+        cycles = "" if summary["cycles"] is None else f", {summary['cycles']:,} cycles"
+        print(
+            f"{args.model}: {summary['accel_steps']} accelerator and {summary['cpu_steps']} CPU "
+            f"steps on {args.device}{cycles}"
+        )
+    for name, array in result.outputs.items():
+        top = int(np.argmax(array.reshape(array.shape[0], -1)[0])) if array.size else None
+        print(f"output {name}: {array.dtype}{list(array.shape)}, argmax of the first row {top}")
+    if args.output:
+        write_arrays(args.output, "-o", result.outputs)
+        print(f"wrote {args.output}")
+    if args.trace or args.plots:
+        if not result.cycle_stats:
+            raise CliError("--trace and --plots need a timed device (sim)")
+        if args.trace:
+            with writing(args.trace, "--trace"):
+                write_model_trace(result.cycle_stats, args.trace, args.model.name, result.report)
+            print(f"wrote {args.trace}")
+        if args.plots:
+            with writing(args.plots, "--plots"):
+                paths = write_model_plots(result.cycle_stats, args.plots)
+            for path in paths:
+                print(f"wrote {path}")
+    return 0
+
+
+RUN = Command("run", "run a compiled model (.vtaf) on a device", _configure, _run)
