@@ -8,22 +8,55 @@ a graph, for an accelerator configuration) and ``reference`` (any graph run in n
 quantized one, the bit-exact oracle of the accelerator).
 """
 
-from compiler import te
-from compiler.build import build
-from compiler.errors import CompileError, ScheduleError
-from compiler.lower import PIPELINE, lower
-from compiler.model import CompiledModel, compile_model, reference
-from compiler.schedule import create_schedule
+from __future__ import annotations
 
-__all__ = [
-    "PIPELINE",
-    "CompileError",
-    "CompiledModel",
-    "ScheduleError",
-    "build",
-    "compile_model",
-    "create_schedule",
-    "lower",
-    "reference",
-    "te",
-]
+import importlib
+import sys
+import types
+from typing import Any
+
+#: Each public name and the module that defines it (``te`` is the module itself).
+_SOURCES = {
+    "PIPELINE": "compiler.lower",
+    "CompileError": "compiler.errors",
+    "CompiledModel": "compiler.model",
+    "ScheduleError": "compiler.errors",
+    "build": "compiler.build",
+    "compile_model": "compiler.model",
+    "create_schedule": "compiler.schedule",
+    "lower": "compiler.lower",
+    "reference": "compiler.model",
+    "te": "compiler.te",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported on first use (PEP 562), so that importing one module of the
+    compiler (``compiler.expr``) does not load the whole of it (models, LLVM)."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'compiler' has no attribute {name!r}")
+    module = importlib.import_module(source)
+    value = module if name == "te" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package: ``lower`` and ``build`` are public functions that share their names with
+    submodules, and importing a submodule binds it as the package's attribute; the functions
+    keep those names (``import compiler.lower`` still works: the module is in sys.modules)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("lower", "build") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

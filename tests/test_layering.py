@@ -5,6 +5,8 @@ included), so a violation fails here before it can surprise a board that lacks a
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,29 @@ def test_every_package_has_a_docstring_and_all():
             if isinstance(target, ast.Name)
         ]
         assert "__all__" in names, f"{package} lacks __all__"
+
+
+def _loaded_after(statement: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``statement``."""
+    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return set(done.stdout.split())
+
+
+def test_importing_one_compiler_module_loads_no_model_compiler_codegen_or_llvmlite():
+    """``compiler/__init__`` is lazy (PEP 562): ``import compiler.expr`` loads the expression
+    module and what it needs, not the model compiler, the code generators or llvmlite."""
+    loaded = _loaded_after("import compiler.expr")
+    ours = {m for m in loaded if m.split(".")[0] in PACKAGES}
+    assert "llvmlite" not in loaded and "compiler.codegen" not in loaded
+    assert not any(m.startswith(("compiler.model", "compiler.frontend")) for m in ours)
+    assert len(ours) <= 20, sorted(ours)
+    names = _loaded_after("import compiler; compiler.compile_model")
+    assert "compiler.model.compile" in names  # the public names still load on first use
+    # functions named as submodules stay the package's names after their modules load
+    _loaded_after(
+        "import compiler.lower, compiler.build, compiler; "
+        "assert compiler.lower.__name__ == 'lower' and callable(compiler.build)"
+    )

@@ -17,7 +17,6 @@ left undefined for any operand (division by 0, shifts by an amount outside the w
 
 from __future__ import annotations
 
-import functools
 import math
 import subprocess
 import tempfile
@@ -29,7 +28,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from compiler.codegen.intrinsics import lower_intrinsic
-from compiler.codegen.machine import X86_CPUS, MachineModel, machine_model
+from compiler.codegen.target import Target
 from compiler.errors import CompileError
 from compiler.expr import (
     Binary,
@@ -65,7 +64,7 @@ from compiler.ir import (
 from compiler.simplify import ONE, fold_shift, from_linear, linear
 from compiler.visit import free_vars, walk
 
-__all__ = ["LLVMModule", "Target", "codegen", "optimise"]
+__all__ = ["LLVMModule", "codegen", "optimise"]
 
 _INDEX = ir.IntType(64)
 _PTR = ir.PointerType()
@@ -77,103 +76,6 @@ _FAST = ("fast",)
 _BODY_TYPE = ir.FunctionType(ir.VoidType(), [_INDEX, _INDEX, _PTR])
 _LAUNCH_TYPE = ir.FunctionType(ir.VoidType(), [ir.PointerType(_BODY_TYPE), _PTR, _INDEX])
 _LAUNCHER = ir.PointerType(_LAUNCH_TYPE)
-
-
-def _initialise() -> None:
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@dataclass(frozen=True)
-class Target:
-    """What to compile for: an LLVM triple, CPU name and feature string (host by default).
-
-    ``Target.parse("llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a9")`` targets the
-    PYNQ's ARM core; ``"llvm -mcpu=haswell"`` an AVX2 x86 CPU; ``"llvm -mattr=-avx512f"`` this
-    host without AVX-512. The schedules' machine choices (:attr:`model`: vector lanes,
-    registers, FMA) derive from these three fields alone. Each feature is ``+name`` or ``-name``.
-    """
-
-    triple: str = ""
-    cpu: str = ""
-    features: str = ""
-
-    def __post_init__(self) -> None:
-        unsigned = [f for f in self.features.split(",") if f and f[0] not in "+-"]
-        if unsigned:
-            raise CompileError(
-                f"target features {unsigned} need a '+' (enable) or '-' (disable) sign"
-            )
-
-    @classmethod
-    def host(cls) -> Target:
-        """This machine's triple, CPU name and every feature (asked once per process)."""
-        return _host_target()
-
-    @classmethod
-    def parse(cls, spec: str | Target) -> Target:
-        """``"llvm"`` (the host) or ``"llvm -mtriple=... -mcpu=... -mattr=..."``.
-
-        Without ``-mcpu``, a target of the host's triple is the host's CPU with the host's
-        features, ``-mattr`` edits applied after them; with ``-mcpu``, it is that CPU with its
-        own features plus ``-mattr`` (the host's features never leak into a named CPU).
-        """
-        if isinstance(spec, Target):
-            return spec
-        words = spec.split()
-        if not words or words[0] != "llvm":
-            raise CompileError(f"unknown target {spec!r} (this backend compiles 'llvm')")
-        options = {}
-        for word in words[1:]:
-            key, _, value = word.partition("=")
-            if key not in ("-mtriple", "-mcpu", "-mattr") or not value:
-                raise CompileError(f"unknown target option {word!r} in {spec!r}")
-            options[key] = value
-        host = cls.host()
-        if not options:
-            return host
-        triple = options.get("-mtriple", host.triple)
-        attrs = options.get("-mattr", "")
-        cpu = options.get("-mcpu")
-        if cpu is not None and triple.startswith("x86_64") and cpu not in X86_CPUS:
-            raise CompileError(
-                f"unknown x86-64 CPU {cpu!r} in {spec!r} (LLVM's names, e.g. x86-64, haswell, "
-                "znver3, skylake-avx512: compiler.codegen.machine.X86_CPUS lists them)"
-            )
-        if cpu is not None or triple != host.triple:
-            return cls(triple, cpu or "generic", attrs)
-        return cls(triple, host.cpu, ",".join(f for f in (host.features, attrs) if f))
-
-    @property
-    def is_host(self) -> bool:
-        return self.triple == llvm.get_process_triple()
-
-    @property
-    def model(self) -> MachineModel:
-        """The vector resources the schedules size their tiles by (lanes, registers, FMA)."""
-        return machine_model(self.triple, self.cpu, self.features)
-
-    def machine(self) -> llvm.TargetMachine:
-        _initialise()
-        try:
-            target = llvm.Target.from_triple(self.triple)
-        except RuntimeError as error:
-            raise CompileError(f"LLVM has no target for triple {self.triple!r}: {error}") from None
-        return target.create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default"
-        )
-
-
-@functools.cache
-def _host_target() -> Target:
-    _initialise()
-    return Target(
-        llvm.get_process_triple(),
-        llvm.get_host_cpu_name(),
-        llvm.get_host_cpu_features().flatten(),
-    )
 
 
 def _llvm_type(dtype: DType) -> ir.Type:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from compiler.codegen.llvm import _INDEX, _Emitter, _initialise, _Intrinsics, _llvm_type, optimise
+from compiler.codegen.llvm import _INDEX, _Emitter, _Intrinsics, _llvm_type, optimise
+from compiler.codegen.target import initialise
 from compiler.errors import CompileError
 from compiler.ir import Allocate, CallIntrinsic, For, ForKind, LoweredFunc, Scope, Stmt
 from compiler.passes.gpu import Barrier, LaunchConfig, launch_config
@@ -85,7 +86,7 @@ class CudaTarget:
         return cls(**options)
 
     def machine(self) -> llvm.TargetMachine:
-        _initialise()
+        initialise()
         target = llvm.Target.from_triple(TRIPLE)
         return target.create_target_machine(cpu=self.arch, features="", opt=3)
 

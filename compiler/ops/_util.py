@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.codegen.llvm import Target
 from compiler.codegen.machine import MachineModel
+from compiler.codegen.target import Target
 from compiler.expr import IterVar
 from compiler.ops import nn
 from compiler.ops.knobs import Config
