@@ -277,17 +277,15 @@ class QDense(Operator):
         return outputs[0].size * inputs[0].shape[1]
 
 
-class QBatchMatMul(Operator):
+class QBatchMatMul(QDense):
     """A batched integer matrix product of two activations (attention's ``Q @ K^T`` and
     ``P @ V``): ``x`` holds the ``[M, K]`` rows of ``G`` groups stacked, ``[G*M, K]``; ``w`` is
     ``[G, K, N]``; group ``g``'s rows of the output ``[G*M, N]`` are
-    ``clip((x_g @ w_g + bias) >> shift, lo, hi)`` as int8 (``bias`` ``[N]``, shared)."""
+    ``clip((x_g @ w_g + bias) >> shift, lo, hi)`` as int8 (``bias`` ``[N]``, shared). Its
+    record, arity and MAC count are :class:`QDense`'s."""
 
     name = "QBatchMatMul"
     member = "QBATCH_MATMUL"
-    origin = Origin.QUANTIZED
-    Attrs = QDenseAttrs
-    arity = (2, 3)
 
     @staticmethod
     def infer(attrs, inputs, consts):
@@ -302,7 +300,3 @@ class QBatchMatMul(Operator):
         groups, depth, columns = w.shape
         acc = product(x.reshape(groups, -1, depth), w).reshape(-1, columns)
         return requantize(acc, bias, shift, lo, hi)
-
-    @staticmethod
-    def macs(attrs, inputs, outputs):
-        return outputs[0].size * inputs[0].shape[1]
