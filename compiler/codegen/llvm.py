@@ -11,8 +11,10 @@ that do not depend on the loop variable stay scalar, contiguous accesses become 
 stores (aligned where the offset provably is), other accesses gather or scatter lane by lane. A
 loop whose body cannot be vectorized that way (an inner serial loop, a condition that varies per
 lane) is emitted as a scalar loop instead. Unrolled loops are emitted once per iteration. Float
-arithmetic carries fast-math flags; integer arithmetic wraps at its width, and no operation is
-left undefined for any operand (division by 0, shifts by an amount outside the width).
+arithmetic carries fast-math flags, except division, which stays IEEE's correctly rounded one (a
+quantizer's ``round(x / scale)`` must give the numpy kernel's integer, ties included); integer
+arithmetic wraps at its width, and no operation is left undefined for any operand (division by
+0, shifts by an amount outside the width).
 """
 
 from __future__ import annotations
@@ -508,7 +510,9 @@ class _Emitter:
             if op is BinOp.MIN or op is BinOp.MAX:
                 name = "minimum" if op is BinOp.MIN else "maximum"
                 return b.call(self._intrinsic(name, a.type, 2), [a, c])
-            emit = {BinOp.ADD: b.fadd, BinOp.SUB: b.fsub, BinOp.MUL: b.fmul, BinOp.DIV: b.fdiv}
+            if op is BinOp.DIV:  # IEEE's: a reciprocal would move a quotient across a tie
+                return b.fdiv(a, c)
+            emit = {BinOp.ADD: b.fadd, BinOp.SUB: b.fsub, BinOp.MUL: b.fmul}
             return emit[op](a, c, flags=_FAST)
         if op is BinOp.AND:
             return b.and_(a, c)

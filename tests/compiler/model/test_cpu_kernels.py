@@ -49,6 +49,25 @@ def test_quantize_and_dequantize_libraries_equal_the_numpy_kernels(shape, expone
 
 @settings(max_examples=15, deadline=None)
 @given(
+    scale=st.floats(2.0**-13, 8.0, width=32),
+    zero_point=st.integers(-20, 20),
+    seed=st.integers(0, 2**16),
+)
+def test_quantize_library_rounds_as_numpy_at_any_scale_ties_included(scale, zero_point, seed):
+    """Scales that are not powers of two (a pre-quantized model's): values whose quotient is
+    an exact float32 tie round to even in both (the library divides as IEEE does, with no
+    reciprocal)."""
+    s32 = np.float32(scale)
+    x = (np.random.default_rng(seed).standard_normal((2, 500)) * 100 * s32).astype(np.float32)
+    ties = ((np.round(x[1] / s32) + np.float32(0.5)) * s32).astype(np.float32)
+    x[1] = ties
+    attrs = {"scale": float(s32), "zero_point": zero_point, "dtype": "int8"}
+    q = _run_library("QuantizeLinear", x, x.shape, "int8", attrs)
+    np.testing.assert_array_equal(q, OPERATORS["QuantizeLinear"].kernel(x, **attrs))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
     batch=st.sampled_from([1, 2]),
     channels=st.integers(1, 40),
     spatial=st.sampled_from([(), (1, 1), (3, 5)]),
