@@ -13,9 +13,10 @@ import numpy as np
 from compiler.errors import GraphError, UnknownInputShape
 from compiler.graph.ir import Graph
 from compiler.graph.limits import check_graph_size
+from isa import AccelConfig
 from isa.files import FileFormat, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
-from runtime.cli.common import check_output_file, resolve_config, writing
+from runtime.cli.common import check_output_file, writing
 
 if TYPE_CHECKING:
     from compiler.pipeline import Instrument, PassTiming
@@ -205,7 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     graph = read_onnx(args.model, args.input_shape)
     samples = calibration_samples(graph, args.calibrate)
-    config = resolve_config(args.config)
+    config = AccelConfig.resolve(args.config)
     timing, instruments = _instruments(args)
     with progress_bar(len(STAGES), "stage") as advance, instrumented(*instruments):
         compiled = compile_model(

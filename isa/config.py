@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from isa.errors import ConfigError, did_you_mean
+from isa.files import CONFIGURATION, read_file
 from isa.opcodes import AluOp, MemId
 
 __all__ = [
@@ -533,11 +534,10 @@ class AccelConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> AccelConfig:
-        """Read a configuration file in our JSON format or in VTA's."""
+        """Read a configuration file in our JSON format or in VTA's: a regular file within
+        :data:`isa.files.CONFIGURATION`'s limit (else :class:`~isa.files.UserFileError`)."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as err:
-            raise ConfigError("file", str(path), f"cannot be read ({err.strerror})") from None
+            text = read_file(path, CONFIGURATION).decode("utf-8")
         except UnicodeDecodeError as err:
             raise ConfigError(
                 "file", str(path), f"is not UTF-8 text (byte {err.start}: {err.reason})"

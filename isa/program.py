@@ -42,6 +42,7 @@ from isa.errors import (
     ProgramFormatError,
 )
 from isa.fields import instruction_set
+from isa.files import PROGRAM, read_file
 from isa.instructions import AluInsn, FinishInsn, GemmInsn, Instruction, MemInsn, Uop
 
 __all__ = [
@@ -286,10 +287,10 @@ class Program:
 
     @classmethod
     def load(cls, path: str | Path, *, config: AccelConfig | None = None) -> Program:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as err:
-            raise ProgramFormatError(f"{path}: cannot be read ({err.strerror})") from None
+        """The program saved at ``path`` (a regular file within :data:`isa.files.PROGRAM`'s
+        limit, else :class:`~isa.files.UserFileError`); with ``config``, one built for another
+        configuration is refused (ConfigMismatchError naming the differences)."""
+        data = read_file(path, PROGRAM)
         try:
             return _parse(data, config)
         except ConfigMismatchError as err:

@@ -25,8 +25,8 @@ from compiler.accel.env import Env
 from compiler.graph.ir import Graph, Node, Op
 from compiler.model.accel_ops import AccelOp, packed_shape
 from compiler.model.partition import ACCEL, VIEW, Partition
-from isa import MemId
 from runtime.model import TensorSlot
+from runtime.model.image import alignment
 from runtime.opset import OPERATORS, PackWeightsAttrs, kernel_kwargs
 
 __all__ = ["Plan", "PlannedStep", "node_macs", "plan_model"]
@@ -210,11 +210,6 @@ def plan_model(graph: Graph, partition: Partition, env: Env) -> Plan:
     return _place(graph, env, layouts, inputs, outputs)
 
 
-def _alignment(env: Env) -> int:
-    cfg = env.cfg
-    return max(cfg.elem_bytes(m) for m in (MemId.INP, MemId.WGT, MemId.ACC, MemId.OUT, MemId.UOP))
-
-
 def _align(address: int, align: int) -> int:
     return -(-address // align) * align
 
@@ -226,7 +221,7 @@ def _place(
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
 ) -> Plan:
-    align = _alignment(env)
+    align = alignment(env.cfg)
     steps = list(layouts.steps)
     used_params = {
         v for s in steps for v in s.inputs if v in graph.params or v in layouts.constants

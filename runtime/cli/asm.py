@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from isa import assemble
+from isa import AccelConfig, assemble
 from isa.assembly import SYNTAX
 from runtime.cli.command import Command
 from runtime.cli.common import (
     add_config_option,
     check_output_file,
     read_source,
-    resolve_config,
     write_output,
 )
 
@@ -33,7 +32,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     check_output_file(args.output, "-o")
     text = read_source(args.source)
-    config = resolve_config(args.config) if args.config else None
+    config = AccelConfig.resolve(args.config) if args.config else None
     program = assemble(text, config)
     write_output(args.output, "-o", program.to_bytes())
     print(

@@ -27,13 +27,9 @@ import numpy as np
 
 from isa import (
     AccelConfig,
-    ConfigError,
-    ConfigMismatchError,
-    Program,
-    ProgramFormatError,
     VtaforgeError,
 )
-from isa.files import ASSEMBLY, CONFIGURATION, PROGRAM, read_file
+from isa.files import ASSEMBLY, read_file
 from isa.program import MAGIC
 
 __all__ = [
@@ -44,10 +40,8 @@ __all__ = [
     "check_output_file",
     "check_report_path",
     "demo_arguments",
-    "load_program",
     "parse_assignment",
     "read_source",
-    "resolve_config",
     "write_arrays",
     "write_output",
     "write_report",
@@ -65,7 +59,7 @@ class OutputPathError(CliError):
 
 
 def add_config_option(parser: argparse.ArgumentParser, default: str | None = "default") -> None:
-    """``--config PRESET|FILE``, as :func:`resolve_config` reads it (``default`` None: the
+    """``--config PRESET|FILE``, as :meth:`AccelConfig.resolve` reads it (``default`` None: the
     command takes the configuration from its input unless one is named)."""
     parser.add_argument(
         "--config",
@@ -178,33 +172,6 @@ def write_report(path: Path, rows: list[dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     write_output(path, "--report", text.getvalue())
-
-
-def resolve_config(spec: str) -> AccelConfig:
-    """The configuration ``--config`` names: a preset, or a JSON file read within
-    :data:`isa.files.CONFIGURATION`'s limit (ours or VTA's ``vta_config.json``)."""
-    if spec in AccelConfig.preset_names() or not Path(spec).exists():
-        return AccelConfig.resolve(spec)  # a preset, or the error naming the presets
-    data = read_file(spec, CONFIGURATION)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(
-            "file", spec, f"is not UTF-8 text (byte {err.start}: {err.reason})"
-        ) from None
-    return AccelConfig.from_json(text, source=spec)
-
-
-def load_program(path: Path, config: AccelConfig | None) -> Program:
-    """The binary program at ``path``, read within :data:`isa.files.PROGRAM`'s limit; with
-    ``config``, one built for another configuration is refused (as :meth:`Program.load`)."""
-    data = read_file(path, PROGRAM)
-    try:
-        return Program.from_bytes(data, config=config)
-    except ConfigMismatchError as err:
-        raise ConfigMismatchError(f"{path}: {err}", err.differences) from None
-    except ProgramFormatError as err:
-        raise ProgramFormatError(f"{path}: {err}") from None
 
 
 def read_source(path: Path) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from isa import AccelConfig
 from runtime.cli.command import Command
-from runtime.cli.common import resolve_config
 
 __all__ = ["CONFIG"]
 
@@ -18,7 +18,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg = resolve_config(args.spec)
+    cfg = AccelConfig.resolve(args.spec)
     if args.json:
         print(cfg.to_json(), end="")
         return 0

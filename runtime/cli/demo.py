@@ -7,9 +7,9 @@ import argparse
 
 import numpy as np
 
-from isa import Program, assemble, disassemble, encode_uop
+from isa import AccelConfig, Program, assemble, disassemble, encode_uop
 from runtime.cli.command import Command
-from runtime.cli.common import add_config_option, resolve_config
+from runtime.cli.common import add_config_option
 from simulator import FunctionalSimulator
 
 __all__ = ["DEMO"]
@@ -22,7 +22,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from runtime.demo import demo_expected_output, demo_gemm_program
 
-    cfg = resolve_config(args.config)
+    cfg = AccelConfig.resolve(args.config)
     program = demo_gemm_program(cfg)
     print(f"Demo: a 4x4-block GEMM with a >>8, relu, clip epilogue on {cfg.fingerprint}")
     print(

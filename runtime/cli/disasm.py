@@ -6,13 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from isa import disassemble
+from isa import AccelConfig, Program, disassemble
 from runtime.cli.command import Command
 from runtime.cli.common import (
     add_config_option,
     check_output_file,
-    load_program,
-    resolve_config,
     write_output,
 )
 
@@ -32,8 +30,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_file(args.output, "-o")
-    config = resolve_config(args.config) if args.config else None
-    program = load_program(args.binary, config)
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = Program.load(args.binary, config=config)
     text = disassemble(program, listing=args.listing)
     if args.output:
         write_output(args.output, "-o", text)

@@ -8,8 +8,9 @@ import argparse
 import time
 from pathlib import Path
 
+from isa import AccelConfig
 from runtime.cli.command import Command
-from runtime.cli.common import add_config_option, check_output_file, resolve_config, writing
+from runtime.cli.common import add_config_option, check_output_file, writing
 from runtime.progress import elapsed_progress, format_elapsed
 
 __all__ = ["HW"]
@@ -43,7 +44,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg = resolve_config(args.config)
+    cfg = AccelConfig.resolve(args.config)
     if args.action == "verilog":
         from hw.export import AXI_TOP_NAME, TOP_NAME, write_verilog
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from isa import instruction_set
+from isa import AccelConfig, instruction_set
 from runtime.cli.command import Command
-from runtime.cli.common import add_config_option, resolve_config
+from runtime.cli.common import add_config_option
 
 __all__ = ["ISA"]
 
@@ -18,7 +18,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg = resolve_config(args.config)
+    cfg = AccelConfig.resolve(args.config)
     isa = instruction_set(cfg)
     print(f"# Instruction formats of {cfg.fingerprint}\n")
     for fmt in (*isa.instruction_formats, isa.uop):

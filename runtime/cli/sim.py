@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from isa import DramRegion, Program, did_you_mean
+from isa import AccelConfig, DramRegion, Program, did_you_mean
 from isa.files import read_npy
 from runtime.cli.command import Command
 from runtime.cli.common import (
@@ -25,9 +25,7 @@ from runtime.cli.common import (
     check_output_dir,
     check_output_file,
     check_report_path,
-    load_program,
     parse_assignment,
-    resolve_config,
     write_arrays,
     write_report,
     writing,
@@ -90,8 +88,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.plots is not None:
         check_output_dir(args.plots, "--plots")
     timing = timing_from(args.timing, args.read_latency, args.set)
-    config = resolve_config(args.config) if args.config else None
-    program = load_program(args.program, config)
+    config = AccelConfig.resolve(args.config) if args.config else None
+    program = Program.load(args.program, config=config)
     cfg = config or program.config
     regions = program.named_regions()
     inputs = [(_region(regions, name, "--input"), path) for name, path in map(_input, args.input)]
