@@ -10,10 +10,11 @@ quantized one, the bit-exact oracle of the accelerator).
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import Any
+
+from isa.lazy import lazy_names
 
 #: Each public name and the module that defines it (``te`` is the module itself).
 _SOURCES = {
@@ -32,20 +33,7 @@ _SOURCES = {
 __all__ = sorted(_SOURCES)
 
 
-def __getattr__(name: str) -> Any:
-    """The public names, imported on first use (PEP 562), so that importing one module of the
-    compiler (``compiler.expr``) does not load the whole of it (models, LLVM)."""
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module 'compiler' has no attribute {name!r}")
-    module = importlib.import_module(source)
-    value = module if name == "te" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES, modules=("te",))
 
 
 class _Package(types.ModuleType):

@@ -10,8 +10,7 @@ Amaranth.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from isa.lazy import lazy_names
 
 #: Each public name and the module that defines it.
 _SOURCES = {
@@ -38,14 +37,4 @@ _SOURCES = {
 __all__ = sorted(_SOURCES)
 
 
-def __getattr__(name: str) -> Any:
-    module = _SOURCES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fpga' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES)
