@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compiler.errors import GraphError, UnknownInputShape
-from compiler.graph.ir import Graph
-from compiler.graph.limits import check_graph_size
 from isa import AccelConfig
 from isa.files import FileFormat, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
 from runtime.cli.common import check_output_file, writing
 
 if TYPE_CHECKING:
+    from compiler.graph.ir import Graph
     from compiler.pipeline import Instrument, PassTiming
 
 __all__ = [
@@ -106,6 +105,7 @@ def read_onnx(path: Path, shapes: list[tuple[str, tuple[int, ...]]]) -> Graph:
     with ``--input-shape`` values ``shapes``, its size checked (:func:`check_graph_size`)
     before anything runs; an input whose shape is not fixed is an error naming the flag."""
     from compiler.frontend import from_onnx
+    from compiler.graph.limits import check_graph_size
 
     given = dict(shapes)
     if len(given) != len(shapes):

@@ -7,6 +7,14 @@ board needs only ``isa`` and ``runtime``. ``open_device(kind, cfg)`` runs a prog
 table.
 """
 
-from runtime.devices import Device, DeviceError, DeviceKind, RunStats, open_device
+from isa.lazy import lazy_names
 
-__all__ = ["Device", "DeviceError", "DeviceKind", "RunStats", "open_device"]
+#: Each public name and the module that defines it (imported on first use: the command line
+#: starts without loading the devices).
+_SOURCES = dict.fromkeys(
+    ("Device", "DeviceError", "DeviceKind", "RunStats", "open_device"), "runtime.devices"
+)
+
+__all__ = sorted(_SOURCES)
+
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES)

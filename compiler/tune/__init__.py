@@ -10,50 +10,41 @@ trials of the task's space are reported as a ``RecordWarning`` and skipped). Ins
 ``apply_history_best(records)`` templates take the best knobs found (``compile_model`` too).
 """
 
-from compiler.tune.driver import TuneResult, tune
-from compiler.tune.errors import RecordWarning, TuneError
-from compiler.tune.features import FEATURE_COUNT, features
-from compiler.tune.measure import ERRORS, MeasureOptions, Result, measure_candidate
-from compiler.tune.records import (
-    Record,
-    RecordWriter,
-    apply_history_best,
-    best_records,
-    in_space,
-    load_records,
-)
-from compiler.tune.space import Space
-from compiler.tune.task import TEMPLATES, Task, TensorSpec, conv_layer_task, model_tasks
-from compiler.tune.tuners import TUNERS, GridTuner, RandomTuner, Tuner, XGBTuner
-from compiler.tune.worker import Worker
+from isa.lazy import lazy_names
 
-__all__ = [
-    "ERRORS",
-    "FEATURE_COUNT",
-    "TEMPLATES",
-    "TUNERS",
-    "GridTuner",
-    "MeasureOptions",
-    "RandomTuner",
-    "Record",
-    "RecordWarning",
-    "RecordWriter",
-    "Result",
-    "Space",
-    "Task",
-    "TensorSpec",
-    "TuneError",
-    "TuneResult",
-    "Tuner",
-    "Worker",
-    "XGBTuner",
-    "apply_history_best",
-    "best_records",
-    "conv_layer_task",
-    "features",
-    "in_space",
-    "load_records",
-    "measure_candidate",
-    "model_tasks",
-    "tune",
-]
+#: Each public name and the module that defines it (imported on first use: the command line
+#: registers ``vtaforge tune`` without loading the tuners, the cost model and the templates).
+_SOURCES = {
+    "ERRORS": "compiler.tune.measure",
+    "FEATURE_COUNT": "compiler.tune.features",
+    "GridTuner": "compiler.tune.tuners",
+    "MeasureOptions": "compiler.tune.measure",
+    "RandomTuner": "compiler.tune.tuners",
+    "Record": "compiler.tune.records",
+    "RecordWarning": "compiler.tune.errors",
+    "RecordWriter": "compiler.tune.records",
+    "Result": "compiler.tune.measure",
+    "Space": "compiler.tune.space",
+    "TEMPLATES": "compiler.tune.task",
+    "TUNERS": "compiler.tune.tuners",
+    "Task": "compiler.tune.task",
+    "TensorSpec": "compiler.tune.task",
+    "TuneError": "compiler.tune.errors",
+    "TuneResult": "compiler.tune.driver",
+    "Tuner": "compiler.tune.tuners",
+    "Worker": "compiler.tune.worker",
+    "XGBTuner": "compiler.tune.tuners",
+    "apply_history_best": "compiler.tune.records",
+    "best_records": "compiler.tune.records",
+    "conv_layer_task": "compiler.tune.task",
+    "features": "compiler.tune.features",
+    "in_space": "compiler.tune.records",
+    "load_records": "compiler.tune.records",
+    "measure_candidate": "compiler.tune.measure",
+    "model_tasks": "compiler.tune.task",
+    "tune": "compiler.tune.driver",
+}
+
+__all__ = sorted(_SOURCES)
+
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES)

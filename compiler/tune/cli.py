@@ -10,25 +10,16 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compiler import te
-from compiler.accel.env import Env
-from compiler.accel.ops import ConvLayer
 from compiler.cli import add_calibration_option, calibration_samples
-from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
-from compiler.tune.driver import TuneResult, tune
 from compiler.tune.errors import RecordWarning, TuneError
-from compiler.tune.task import (
-    Task,
-    check_positive,
-    check_window,
-    conv_layer_task,
-    model_tasks,
-)
-from compiler.tune.tuners import TUNERS
 from isa import AccelConfig
-from runtime.cli import Command, progress_bar
+from runtime.cli import Command, LazyChoices, progress_bar
+
+if TYPE_CHECKING:
+    from compiler.tune.driver import TuneResult
+    from compiler.tune.task import Task
 
 __all__ = ["TUNE", "op_task"]
 
@@ -52,7 +43,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     add_calibration_option(parser)  # the model's, as `vtaforge compile` takes it
     parser.add_argument("--trials", type=int, required=True, help="measured candidates per task")
     parser.add_argument("--records", type=Path, required=True, metavar="FILE.jsonl")
-    parser.add_argument("--tuner", choices=sorted(TUNERS), default="xgb")
+    parser.add_argument(
+        "--tuner",
+        choices=LazyChoices(_tuners),
+        default="xgb",
+        metavar="TUNER",
+        help="%(choices)s (default %(default)s)",
+    )
     parser.add_argument("--batch", type=int, default=8, help="candidates per tuner batch")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per candidate")
     parser.add_argument(
@@ -62,6 +59,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "Runs that find their records file already holding trials of a task go on from there. "
         "Compile with the best knobs inside compiler.tune.apply_history_best(FILE)."
     )
+
+
+def _tuners() -> list[str]:
+    """The tuners' names (read when a --tuner value is checked or the command's help shown)."""
+    from compiler.tune.tuners import TUNERS
+
+    return sorted(TUNERS)
 
 
 def _ints(text: str | None, op: str) -> list[int]:
@@ -74,6 +78,12 @@ def _ints(text: str | None, op: str) -> list[int]:
 def op_task(op: str, shape: str | None, target: str, cfg: AccelConfig) -> Task:
     """The task of ``--op OP --shape SHAPE`` for ``target`` (``llvm`` or ``accel``); a
     TuneError for extents that are not positive or a kernel that does not fit the input."""
+    from compiler import te
+    from compiler.accel.env import Env
+    from compiler.accel.ops import ConvLayer
+    from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
+    from compiler.tune.task import Task, check_positive, check_window, conv_layer_task
+
     values = _ints(shape, op)
     if op == "matmul" and len(values) == 3 and target == "llvm":
         m, n, k = values
@@ -107,6 +117,7 @@ def _tasks(args: argparse.Namespace, cfg: AccelConfig) -> list[Task]:
     if args.target != "accel":
         raise TuneError("a model is tuned for --target accel", where="--target")
     from compiler.frontend import from_onnx
+    from compiler.tune.task import model_tasks
 
     graph = from_onnx(args.model)
     return model_tasks(graph, cfg, calibration=calibration_samples(graph, args.calibrate))
@@ -115,6 +126,7 @@ def _tasks(args: argparse.Namespace, cfg: AccelConfig) -> list[Task]:
 def _run(args: argparse.Namespace) -> int:
     """Tune every task; a TuneError after the last one when some task had no successful
     trial. Skipped record lines are warnings on stderr."""
+    from compiler.tune.driver import tune
     from compiler.tune.measure import MeasureOptions
 
     options = MeasureOptions(timeout=args.timeout)

@@ -26,7 +26,7 @@ from typing import NoReturn
 
 from isa import VtaforgeError, did_you_mean
 from runtime.cli.asm import ASM
-from runtime.cli.command import Command
+from runtime.cli.command import Command, LazyChoices
 from runtime.cli.config import CONFIG
 from runtime.cli.demo import DEMO
 from runtime.cli.disasm import DISASM
@@ -42,6 +42,7 @@ __all__ = [
     "COMMANDS",
     "PLUGIN_GROUP",
     "Command",
+    "LazyChoices",
     "build_parser",
     "commands",
     "main",

@@ -198,3 +198,43 @@ def test_the_console_script_reports_a_usage_error_with_status_1():
     )
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "did you mean 'sim'?" in result.stderr and "Traceback" not in result.stderr
+
+
+#: What building the command line must not import: the work behind the commands (the
+#: compiler's model pipeline, graph IR and templates, the tuner, the devices, LLVM, Amaranth).
+_HEAVY = (
+    "compiler.model",
+    "compiler.graph.ir",
+    "compiler.te",
+    "compiler.tune.tuners",
+    "compiler.tune.driver",
+    "runtime.devices",
+    "llvmlite",
+    "amaranth",
+    "onnx",
+    "torch",
+)
+
+
+def test_listing_the_commands_imports_none_of_their_work():
+    """`vtaforge --help` builds every command's parser, plugins included (issue 33: under half
+    a second); the parser's imports must stop short of what the commands run."""
+    code = (
+        "import sys, runtime.cli\n"
+        "runtime.cli.build_parser()\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    loaded = set(subprocess.check_output([sys.executable, "-c", code], text=True).split())
+    assert {"compiler.cli", "compiler.tune.cli", "fpga.cli"} <= loaded  # the plugins registered
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in _HEAVY))
+    assert heavy == []
+
+
+def test_tuner_choices_are_the_tuners(capsys):
+    """--tuner's choices are read from the tuners when checked and shown, not when parsed."""
+    from compiler.tune.tuners import TUNERS
+
+    err = _usage_error(
+        capsys, "tune", "--op", "matmul", "--tuner", "xbg", "--trials", "1", "--records", "r.jsonl"
+    )
+    assert all(f"'{name}'" in err for name in TUNERS) and "did you mean 'xgb'" in err
