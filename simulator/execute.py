@@ -4,31 +4,14 @@ Every instruction is validated completely (SRAM rows, DRAM bytes, micro-op range
 the accumulator window, races) before anything is written, so a failing instruction writes
 nothing.
 
-GEMM and ALU instructions run all their steps as numpy arrays. GEMM steps only read the
-accumulator rows they add to, so the order of their products does not matter: they are summed
-into the accumulator exactly, and wrapping once at the end equals wrapping every step, modulo
-``2**acc_width``. When every accumulator row receives as many products and rows fall into
-classes that multiply the same weight rows (a convolution's output pixels), each class is one
-long-reduction matrix product (im2col: a row's input rows side by side times the class's
-weight rows stacked); otherwise the products are grouped by weight row.
-
-ALU steps may read rows that earlier steps of the same instruction write: without such reads a
-step batch is simultaneous; when only the destinations repeat, ``ufunc.at`` applies the steps
-in order; otherwise the steps run as ordered batches that never read what the batch writes.
-
-Very long instructions run in chunks of steps, in order, so memory stays bounded. The checks and
-the index work of a GEMM or ALU instruction (its steps' rows, their grouping) depend only on the
-configuration, the instruction and its micro-ops, so they are done once for each such triple and
-reused when it executes again, in the same run or a later one: :data:`SHARED_PLANS` holds them
-for the process (short instructions only, at most 64 MiB, the least recently used going first),
-frozen, and a run keeps those it used.
+GEMM and ALU instructions run the steps their plan (:mod:`simulator.loop_plans`) prepared, as
+numpy arrays: GEMM products are summed into the accumulator exactly, and wrapping once at the
+end equals wrapping every step, modulo ``2**acc_width``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
-from enum import Enum
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,42 +30,26 @@ from isa import (
     Stage,
     Token,
     instruction_set,
-    max_index,
-    operand_buffers,
-    step_indices,
-    window_violation,
 )
 from simulator.errors import SimulationError
 from simulator.events import AluEvent, Event, FinishEvent, GemmEvent, LoadEvent, StoreEvent
 from simulator.exact import exact_matmul
-from simulator.memo import Memo
+from simulator.loop_plans import (
+    AT_UFUNCS,
+    AluMode,
+    AluSteps,
+    GemmSteps,
+    Im2col,
+    LoopPlanner,
+    Reset,
+    Steps,
+    run_starts,
+)
 from simulator.races import Access, RaceDetector, Space
 from simulator.state import DeviceState, alu_apply, signed_dtype, wrap
 
-__all__ = ["SHARED_PLANS", "Executor"]
+__all__ = ["Executor"]
 
-#: Upper bound on the values one chunk of GEMM/ALU steps materialises (per index array and
-#: per lane array), so that any legal instruction runs in bounded memory.
-_CHUNK_VALUES = 1 << 22
-#: ALU operations that ``ufunc.at`` applies step by step, in order, on repeated destinations
-#: (modular arithmetic for ADD and MUL, so a final wrap equals wrapping every step).
-_AT_UFUNCS = {
-    AluOp.MIN: np.minimum,
-    AluOp.MAX: np.maximum,
-    AluOp.ADD: np.add,
-    AluOp.MUL: np.multiply,
-}
-#: Checked plans of short GEMM/ALU instructions by configuration, instruction (:func:`_plan_key`)
-#: and micro-op words, shared by every run in the process (module docstring)
-SHARED_PLANS: Memo[_LoopPlan] = Memo(64 << 20)
-_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
-#: Per GEMM/ALU record type, the fields its plan depends on: all but the dependency flags and
-#: where its micro-ops are (their number and words complete the key)
-_UNPLANNED = (*_FLAGS, "uop_bgn", "uop_end")
-_PLAN_FIELDS = {
-    kind: tuple(f.name for f in fields(kind) if f.name not in _UNPLANNED)
-    for kind in (GemmInsn, AluInsn)
-}
 _SRAM_SPACE = {MemId.INP: Space.INP, MemId.WGT: Space.WGT}
 _PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
 
@@ -123,10 +90,7 @@ class Executor:
             MemId.ACC: (signed_dtype(cfg.acc_width), (b, bo)),
             MemId.ACC_8BIT: (signed_dtype(8), (b, bo)),
         }
-        #: GEMM/ALU instructions already run, by instruction (less what the plan does not
-        #: depend on: :func:`_plan_key`) and micro-op words: their checks passed and their step
-        #: indices are known (they depend on nothing else)
-        self._plans: dict[tuple[tuple[object, ...], bytes], _LoopPlan] = {}
+        self._planner = LoopPlanner(cfg)
 
     def run(
         self,
@@ -304,17 +268,7 @@ class Executor:
                 f"micro-op range {insn.uop_bgn}..{insn.uop_end} is not uop_bgn < uop_end <= "
                 f"{depth} (the micro-op buffer's depth)",
             )
-        uops = self.state.uop[insn.uop_bgn : insn.uop_end]
-        key = (_plan_key(insn), uops.tobytes())
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = SHARED_PLANS.get((self.cfg, *key))
-            if plan is None:
-                plan = self._plan(index, insn, uops)
-                if plan.reusable:
-                    SHARED_PLANS.put((self.cfg, *key), plan, _freeze(plan))
-            if plan.reusable:
-                self._plans[key] = plan
+        plan = self._planner.plan(index, insn, self.state.uop[insn.uop_bgn : insn.uop_end])
         if self.races is not None:
             touched, reached = plan.touched, plan.reached
             spaces = [(Space.OUT, True, Operand.DST)]
@@ -340,110 +294,31 @@ class Executor:
             out[rows] = wrap(wrapped, self.cfg.out_width)
         return event
 
-    def _plan(self, index: int, insn: GemmInsn | AluInsn, uops: np.ndarray) -> _LoopPlan:
-        """Check ``insn``'s steps with these micro-ops and work out the rows they use."""
-        bases = {op: uops[:, column] for column, op in enumerate(Operand)}
-        operands = operand_buffers(insn)
-        for operand, mem in operands.items():
-            top = max_index(insn, bases[operand], operand)
-            if top >= self.cfg.buffer_depth(mem):
-                raise self._fail(
-                    index,
-                    f"a step reaches {mem.name} row {top} through {operand.uop_field}, but the "
-                    f"buffer has {self.cfg.buffer_depth(mem)} rows",
-                )
-        chunks = self._chunks(insn, len(uops), bases, list(operands))
-        reached = self._touched(chunks, operands)
-        if not _window_free(insn, chunks, reached[Operand.DST]):
-            violation = window_violation(insn, bases, self.cfg.acc_raw_window)
-            if violation is not None:
-                raise self._fail(index, violation.describe())
-        touched = {op: _as_slice(rows) for op, rows in reached.items()}
-        rows = touched[Operand.DST]
-        if isinstance(chunks, list):  # one chunk: its steps prepared once, for every run
-            prepared = [self._prepare(insn, steps) for steps in chunks]
-            return _LoopPlan(prepared, touched, rows, reusable=True, reached=chunks[0])
-        lazily = (self._prepare(insn, steps) for steps in chunks)
-        return _LoopPlan(lazily, touched, rows, reusable=False)
-
-    def _chunks(
-        self,
-        insn: GemmInsn | AluInsn,
-        n: int,
-        bases: dict[Operand, np.ndarray],
-        operands: list[Operand],
-    ) -> Sequence[dict[Operand, np.ndarray]] | _Chunks:
-        lanes = self.cfg.batch * max(self.cfg.block_in, self.cfg.block_out)
-        per_chunk = max(1, _CHUNK_VALUES // (n * lanes))
-        total = insn.iter_out * insn.iter_in
-        if per_chunk >= total:
-            return [{op: step_indices(insn, bases[op], op) for op in operands}]
-        return _Chunks(insn, bases, operands, per_chunk)
-
-    def _touched(
-        self, chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks, operands: dict
-    ) -> dict[Operand, np.ndarray]:
-        """Every row each operand reaches, once, in order (marked in a table: no sort)."""
-        seen = {
-            op: np.zeros(self.cfg.buffer_depth(mem), dtype=bool) for op, mem in operands.items()
-        }
-        for chunk in chunks:
-            for op, rows in chunk.items():
-                seen[op][rows] = True
-        return {op: np.flatnonzero(mask) for op, mask in seen.items()}
-
-    def _prepare(
-        self, insn: GemmInsn | AluInsn, steps: dict[Operand, np.ndarray]
-    ) -> _Reset | _Im2col | _GemmSteps | _AluSteps:
-        """How a run of ``insn``'s steps (row indices by operand) executes: the index work,
-        which depends on the rows only."""
-        dst = steps[Operand.DST]
-        if insn.reset_reg:
-            return _Reset(_as_slice(dst))
-        if isinstance(insn, GemmInsn):
-            return _gemm_steps(dst, steps[Operand.SRC], steps[Operand.WGT])
-        src = steps.get(Operand.SRC)
-        unique, first = np.unique(dst, return_index=True)
-        reads_written = False
-        if src is not None:
-            first_write = np.full(self.cfg.acc_buff_depth, len(dst), dtype=np.int64)
-            first_write[unique] = first
-            reads_written = bool((first_write[src] < np.arange(len(dst))).any())
-        if len(unique) == len(dst) and not reads_written:
-            return _AluSteps(
-                _as_slice(dst), None if src is None else _as_slice(src), _AluMode.BATCH
-            )
-        if not reads_written and insn.alu_opcode in _AT_UFUNCS:
-            return _AluSteps(dst, src, _AluMode.AT)
-        return _AluSteps(dst, src, _AluMode.ORDERED, tuple(_independent_batches(dst, src)))
-
-    def _run_steps(
-        self, insn: GemmInsn | AluInsn, steps: _Reset | _Im2col | _GemmSteps | _AluSteps
-    ) -> None:
-        if isinstance(steps, _Reset):
+    def _run_steps(self, insn: GemmInsn | AluInsn, steps: Steps) -> None:
+        if isinstance(steps, Reset):
             self.state.acc[steps.dst] = 0
-        elif isinstance(steps, _Im2col):
+        elif isinstance(steps, Im2col):
             self._im2col(steps)
-        elif isinstance(steps, _GemmSteps):
+        elif isinstance(steps, GemmSteps):
             self._gemm(steps)
         else:
             assert isinstance(insn, AluInsn), "ALU steps come from an ALU instruction"
             self._alu(insn, steps)
 
-    def _alu(self, insn: AluInsn, steps: _AluSteps) -> None:
+    def _alu(self, insn: AluInsn, steps: AluSteps) -> None:
         dst, src = steps.dst, steps.src
-        if steps.mode is _AluMode.BATCH:
+        if steps.mode is AluMode.BATCH:
             self._alu_batch(insn, dst, src)
             return
         # the other modes index rows one by one: arrays (module docstring)
         assert isinstance(dst, np.ndarray) and not isinstance(src, slice)
-        if steps.mode is _AluMode.AT:
+        if steps.mode is AluMode.AT:
             self._alu_at(insn, dst, src)
         else:
             for batch in steps.batches:
                 self._alu_batch(insn, dst[batch], None if src is None else src[batch])
 
-    def _gemm(self, steps: _GemmSteps) -> None:
+    def _gemm(self, steps: GemmSteps) -> None:
         cfg = self.cfg
         inputs = self.state.inp[steps.src]  # (steps, batch, block_in)
         weights = self.state.wgt[steps.weights]  # (groups, block_out, block_in)
@@ -461,7 +336,7 @@ class Executor:
             )
         _accumulate(self.state.acc, steps.dst, products.reshape(-1, cfg.batch, cfg.block_out))
 
-    def _im2col(self, steps: _Im2col) -> None:
+    def _im2col(self, steps: Im2col) -> None:
         cfg = self.cfg
         classes, rows, terms = steps.src.shape
         # ``take`` along the first axis: several times faster than fancy indexing here
@@ -490,7 +365,7 @@ class Executor:
         x = np.asarray(self._alu_operand(insn, src), dtype=np.int64)
         if insn.alu_opcode is AluOp.MUL:
             x = wrap(x, self.cfg.mul_arg_bits)
-        _AT_UFUNCS[insn.alu_opcode].at(acc, dst, x)
+        AT_UFUNCS[insn.alu_opcode].at(acc, dst, x)
         rows = np.unique(dst)
         acc[rows] = wrap(acc[rows], self.cfg.acc_width)
 
@@ -500,211 +375,8 @@ def _accumulate(acc: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
     the values of each row summed first, in one sort and one segmented reduction."""
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
-    starts = _run_starts(ordered)
+    starts = run_starts(ordered)
     if len(starts) == len(rows):  # no row repeats
         acc[rows] += values
         return
     acc[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
-
-
-class _AluMode(Enum):
-    """How a run of ALU steps executes (module docstring)."""
-
-    BATCH = "all at once"  # no step repeats a destination or reads one
-    AT = "ufunc.at"  # destinations repeat; no step reads a row a step writes
-    ORDERED = "ordered batches"  # steps read rows earlier steps write
-
-
-@dataclass(frozen=True)
-class _Reset:
-    """Steps that zero their destination rows (a GEMM or ALU reset)."""
-
-    dst: np.ndarray | slice
-
-
-@dataclass(frozen=True)
-class _GemmSteps:
-    """Multiplying GEMM steps grouped by weight row, each row's steps in program order: group
-    ``g`` multiplies the inputs of its ``sizes[g]`` steps by weight row ``weights[g]``."""
-
-    dst: np.ndarray  # the accumulator row of each step, in group order
-    src: np.ndarray  # the input row of each step, in group order
-    weights: np.ndarray
-    sizes: np.ndarray
-    uniform: bool  # every group has as many steps
-
-
-@dataclass(frozen=True)
-class _Im2col:
-    """Multiplying GEMM steps as ``classes`` long-reduction products: accumulator row
-    ``dst[c, r]`` receives the sum over ``t`` of input row ``src[c, r, t]`` times weight row
-    ``weights[c, t]``. No accumulator row repeats."""
-
-    dst: np.ndarray  # (classes, rows)
-    src: np.ndarray  # (classes, rows, terms)
-    weights: np.ndarray  # (classes, terms)
-
-
-@dataclass(frozen=True)
-class _AluSteps:
-    """ALU steps (destination and source rows; no source: the immediate) and how they run (a
-    batch's rows may be slices)."""
-
-    dst: np.ndarray | slice
-    src: np.ndarray | slice | None
-    mode: _AluMode
-    batches: tuple[slice, ...] = ()  # the ordered batches
-
-
-@dataclass(frozen=True)
-class _LoopPlan:
-    """A GEMM or ALU instruction with given micro-ops, checked: its runs of steps, every row
-    each operand reaches (in order), and the accumulator rows it writes. ``reusable``: the runs
-    are a list (a short instruction), kept for the next execution with the same micro-ops;
-    ``reached`` then holds each operand's row of every step, in order (for race reports)."""
-
-    chunks: Iterable[_Reset | _Im2col | _GemmSteps | _AluSteps]
-    touched: dict[Operand, np.ndarray | slice]
-    rows: np.ndarray | slice  # a slice when they are consecutive
-    reusable: bool
-    reached: dict[Operand, np.ndarray] | None = None
-
-
-def _plan_key(insn: GemmInsn | AluInsn) -> tuple[object, ...]:
-    """``insn`` as far as its plan depends on it (:data:`_PLAN_FIELDS`)."""
-    names = _PLAN_FIELDS[type(insn)]
-    return (type(insn), insn.uop_end - insn.uop_bgn, *(getattr(insn, name) for name in names))
-
-
-def _freeze(value: object) -> int:
-    """Make every array in ``value`` (a plan, its fields, their dicts and sequences)
-    read-only, and return their bytes: what a shared plan holds."""
-    if isinstance(value, np.ndarray):
-        value.flags.writeable = False
-        return int(value.nbytes)
-    if isinstance(value, dict):
-        return sum(_freeze(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return sum(_freeze(v) for v in value)
-    names = _PLAN_PARTS.get(type(value))
-    if names is not None:
-        return sum(_freeze(getattr(value, name)) for name in names)
-    return 0
-
-
-#: The fields of the classes a plan is made of (what :func:`_freeze` walks)
-_PLAN_PARTS: dict[type, tuple[str, ...]] = {
-    kind: tuple(f.name for f in fields(kind))
-    for kind in (_LoopPlan, _Reset, _Im2col, _GemmSteps, _AluSteps)
-}
-
-
-def _window_free(
-    insn: GemmInsn | AluInsn,
-    chunks: Sequence[dict[Operand, np.ndarray]] | _Chunks,
-    dst_rows: np.ndarray,
-) -> bool:
-    """Whether no step of ``insn`` can read an accumulator row that another step writes, so
-    the read-after-write window holds without a search: each step reads only its own
-    destination row (a multiplying GEMM, an ALU step with an immediate; a reset reads
-    nothing) and no two steps write the same row (``dst_rows``: every row written, once)."""
-    if insn.reset_reg:
-        return True
-    reads_source = isinstance(insn, AluInsn) and not insn.use_imm
-    steps = sum(len(chunk[Operand.DST]) for chunk in chunks) if isinstance(chunks, list) else -1
-    return not reads_source and steps == len(dst_rows)
-
-
-def _as_slice(rows: np.ndarray) -> np.ndarray | slice:
-    """``rows`` as a slice when they are consecutive and ascending (indexing by a slice gives
-    views, without gathering, which the accumulator's wrap updates in place), else as they
-    are."""
-    if len(rows) and rows[-1] - rows[0] + 1 == len(rows) and (rows[1:] - rows[:-1] == 1).all():
-        return slice(int(rows[0]), int(rows[-1]) + 1)
-    return rows
-
-
-def _run_starts(values: np.ndarray) -> np.ndarray:
-    """Where each run of equal neighbours in ``values`` starts (positions, ascending). Array
-    methods and ufuncs only: numpy's Python-level helpers (``r_``, ``diff``, ``flatnonzero``)
-    cost more than the work on a few thousand values."""
-    change = np.empty(len(values), dtype=bool)
-    change[:1] = True
-    np.not_equal(values[1:], values[:-1], out=change[1:])
-    return change.nonzero()[0]
-
-
-def _gemm_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | _GemmSteps:
-    return _im2col_steps(dst, src, wgt) or _weight_groups(dst, src, wgt)
-
-
-def _im2col_steps(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _Im2col | None:
-    """The steps as equal classes of accumulator rows that multiply the same weight rows (in
-    some order), or None when the rows receive unequal numbers of products or fall into classes
-    of unequal sizes."""
-    order = np.argsort(dst, kind="stable")
-    ordered = dst[order]
-    starts = _run_starts(ordered)
-    if len(dst) % len(starts) or (starts[1:] - starts[:-1] != len(dst) // len(starts)).any():
-        return None
-    rows = ordered[starts]
-    weights = wgt[order].reshape(len(rows), -1)
-    sources = src[order].reshape(len(rows), -1)
-    canonical = np.argsort(weights, axis=1, kind="stable")  # the same weights in one order
-    by_row = np.arange(len(rows))[:, None]
-    weights, sources = weights[by_row, canonical], sources[by_row, canonical]
-    # rows as opaque byte strings: one 1-D unique, far faster than ``np.unique(axis=0)``
-    keys = weights.view(np.dtype((np.void, weights.itemsize * weights.shape[1]))).reshape(-1)
-    _, first, of_class, sizes = np.unique(
-        keys, return_index=True, return_inverse=True, return_counts=True
-    )
-    if (sizes != sizes[0]).any():
-        return None
-    by_class = np.argsort(of_class, kind="stable")
-    shape = (len(sizes), int(sizes[0]))
-    return _Im2col(
-        rows[by_class].reshape(shape), sources[by_class].reshape(*shape, -1), weights[first]
-    )
-
-
-def _weight_groups(dst: np.ndarray, src: np.ndarray, wgt: np.ndarray) -> _GemmSteps:
-    order = np.argsort(wgt, kind="stable")
-    sorted_wgt = wgt[order]
-    starts = _run_starts(sorted_wgt)
-    sizes = np.append(starts[1:], len(order)) - starts
-    uniform = bool((sizes == sizes[0]).all())
-    return _GemmSteps(dst[order], src[order], sorted_wgt[starts], sizes, uniform)
-
-
-def _independent_batches(dst: np.ndarray, src: np.ndarray | None) -> Iterator[slice]:
-    """Consecutive runs of steps in which no step reads or rewrites a row that an earlier step
-    of the run writes: each run can execute as one simultaneous batch."""
-    start = 0
-    written: set[int] = set()
-    reads = src.tolist() if src is not None else None
-    for k, row in enumerate(dst.tolist()):
-        if row in written or (reads is not None and reads[k] in written):
-            yield slice(start, k)
-            start, written = k, set()
-        written.add(row)
-    yield slice(start, len(dst))
-
-
-class _Chunks:
-    """The steps of a long instruction, a bounded run of loop iterations at a time."""
-
-    def __init__(
-        self,
-        insn: GemmInsn | AluInsn,
-        bases: dict[Operand, np.ndarray],
-        operands: list[Operand],
-        per_chunk: int,
-    ) -> None:
-        self._insn, self._bases, self._operands, self._per = insn, bases, operands, per_chunk
-
-    def __iter__(self) -> Iterator[dict[Operand, np.ndarray]]:
-        insn = self._insn
-        total = insn.iter_out * insn.iter_in
-        for first in range(0, total, self._per):
-            run = range(first, min(first + self._per, total))
-            yield {op: step_indices(insn, self._bases[op], op, run) for op in self._operands}

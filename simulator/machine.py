@@ -25,10 +25,10 @@ from __future__ import annotations
 from isa import AccelConfig, Stage, TimingConfig
 from simulator.errors import SimulationError
 from simulator.events import Event
-from simulator.plans import LoadsAlone
 from simulator.ports import NEVER, ReadPort
 from simulator.queues import BufferedFifo, TokenCounters
 from simulator.stats import BurstTiming
+from simulator.transfer_plans import LoadsAlone
 from simulator.units import Fetch, Module, Timeline, build_ports, module_engines
 
 __all__ = ["Machine"]

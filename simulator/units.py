@@ -30,9 +30,9 @@ from simulator.engines import (
     StoreEngine,
 )
 from simulator.events import AluEvent, Event, GemmEvent, LoadEvent, StoreEvent
-from simulator.plans import PlannedStoreEngine
 from simulator.ports import NEVER, ReadPort, RowCursor, RowWalker, TransferRows
 from simulator.queues import BufferedFifo, TokenCounters
+from simulator.transfer_plans import PlannedStoreEngine
 
 __all__ = ["Fetch", "Module", "Timeline", "build_ports", "module_engines"]
 
@@ -334,7 +334,8 @@ def module_engines(
 ]:
     """Each module's engines by event type, the engines that read memory (load's, and
     compute's for micro-ops and accumulators) and the store engine. The event-driven
-    scheduler (not ``stepped``) plans each STORE when it starts (:mod:`simulator.plans`)."""
+    scheduler (not ``stepped``) plans each STORE when it starts
+    (:mod:`simulator.transfer_plans`)."""
     load = LoadEngine(cfg, timing, "load")
     compute_load = LoadEngine(cfg, timing, "compute")
     loop = LoopEngine(cfg, timing)

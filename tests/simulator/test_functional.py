@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import simulator.execute
+import simulator.loop_plans
 from isa import (
     AccelConfig,
     AluInsn,
@@ -170,7 +170,7 @@ def test_alu_operand_bits_at_the_edges(preset, op, imm):
 def test_long_instructions_run_in_chunks_alike(monkeypatch, seed):
     """With a tiny chunk size every GEMM/ALU instruction runs chunk by chunk (and its touched
     rows are gathered through masks); the result must not change."""
-    monkeypatch.setattr(simulator.execute, "_CHUNK_VALUES", 1)
+    monkeypatch.setattr(simulator.loop_plans, "CHUNK_VALUES", 1)
     simulated, reference = _both(random_program(AccelConfig.preset("tiny"), seed))
     np.testing.assert_array_equal(simulated, reference)
 

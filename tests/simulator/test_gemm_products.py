@@ -1,4 +1,4 @@
-"""The functional simulator's GEMM groups its products two ways (``simulator.execute``): as
+"""The functional simulator's GEMM groups its products two ways (``simulator.loop_plans``): as
 im2col classes (rows that multiply the same weight rows, one long-reduction product per class)
 or by weight row. Both must give the reference interpreter's DRAM, whatever the micro-ops and
 loops, and a long reduction of maximum-magnitude odd products (which float32 would round) stays
@@ -23,7 +23,7 @@ from isa import (
     Uop,
 )
 from simulator import FunctionalSimulator
-from simulator.execute import _gemm_steps, _GemmSteps, _Im2col
+from simulator.loop_plans import GemmSteps, Im2col, gemm_steps
 from tests.conformance.reference import reference_run
 
 TINY = AccelConfig.preset("tiny")
@@ -96,11 +96,11 @@ def test_a_convolution_like_kernel_runs_as_im2col_classes_and_others_by_weight_r
     dst = np.repeat(np.arange(8), 6)
     taps = np.tile(np.arange(6), 8)
     src, wgt = dst % 4 + taps, (dst // 4) * 6 + taps
-    steps = _gemm_steps(dst, src, wgt)
-    assert isinstance(steps, _Im2col)
+    steps = gemm_steps(dst, src, wgt)
+    assert isinstance(steps, Im2col)
     assert steps.dst.shape == (2, 4) and steps.src.shape == (2, 4, 6)
-    uneven = _gemm_steps(dst[:-1], src[:-1], wgt[:-1])  # the last row gets one product less
-    assert isinstance(uneven, _GemmSteps)
+    uneven = gemm_steps(dst[:-1], src[:-1], wgt[:-1])  # the last row gets one product less
+    assert isinstance(uneven, GemmSteps)
 
 
 def test_a_long_reduction_of_large_products_is_exact():

@@ -25,9 +25,9 @@ from isa import (
     TimingConfig,
 )
 from simulator import CycleSimulator, FunctionalSimulator, SimulationError, clear_memos
-from simulator.execute import _FLAGS, SHARED_PLANS, _plan_key
+from simulator.loop_plans import FLAGS, LOOP_PLANS, plan_key
 from simulator.memo import Memo
-from simulator.plans import SHARED_PLANS as TRANSFER_PLANS
+from simulator.transfer_plans import TRANSFER_PLANS
 from tests.conformance.cases import CASES
 from tests.simulator.test_errors import _UOP_LOAD
 
@@ -97,13 +97,13 @@ def _changed(value: object) -> object:
     ids=["gemm", "alu"],
 )
 def test_a_plan_key_covers_every_field_but_the_flags_and_where_the_micro_ops_are(insn):
-    key = _plan_key(insn)
-    assert _plan_key(dataclasses.replace(insn, uop_bgn=7, uop_end=10)) == key
+    key = plan_key(insn)
+    assert plan_key(dataclasses.replace(insn, uop_bgn=7, uop_end=10)) == key
     for field in dataclasses.fields(insn):
         if field.name in ("uop_bgn", "uop_end"):
             continue
         changed = dataclasses.replace(insn, **{field.name: _changed(getattr(insn, field.name))})
-        assert (_plan_key(changed) == key) == (field.name in _FLAGS), field.name
+        assert (plan_key(changed) == key) == (field.name in FLAGS), field.name
 
 
 def _case_runs(case, timing: TimingConfig | None = None):
@@ -122,7 +122,7 @@ def test_a_run_from_shared_plans_equals_a_run_that_makes_them(name):
     case = next(c for c in CASES if c.name == name)
     clear_memos()
     cold = _case_runs(case)
-    assert len(SHARED_PLANS) > 0 and len(TRANSFER_PLANS) > 0
+    assert len(LOOP_PLANS) > 0 and len(TRANSFER_PLANS) > 0
     warm = _case_runs(case)
     assert np.array_equal(warm[0], cold[0])
     assert warm[1:] == cold[1:]
@@ -143,7 +143,7 @@ def test_transfer_plans_are_shared_only_under_the_same_timing_parameters():
 def test_shared_plans_cannot_be_changed():
     clear_memos()
     _case_runs(next(c for c in CASES if c.name == "blocked_gemm_vt2"))
-    plan = next(iter(SHARED_PLANS._values.values()))[0]
+    plan = next(iter(LOOP_PLANS._values.values()))[0]
     arrays = [a for a in plan.touched.values() if isinstance(a, np.ndarray)]
     arrays += [a for a in (plan.reached or {}).values()]
     assert arrays

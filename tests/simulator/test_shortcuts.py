@@ -23,7 +23,7 @@ from isa import (
     window_violation,
 )
 from simulator import FunctionalSimulator
-from simulator.execute import _window_free
+from simulator.loop_plans import _window_free
 from simulator.state import alu_apply
 from tests.conformance.cases import CASES
 
@@ -94,7 +94,7 @@ _SOURCE_READS_A_WRITE = (  # step 1 reads row 0 (src), which step 0 writes (dst)
 @given(_loops(), st.integers(1, 6))
 def test_the_window_shortcut_never_skips_a_violation(loop, window):
     """The functional simulator skips the read-after-write search where no step can read a
-    row another step writes (:func:`simulator.execute._window_free`): wherever it does, the
+    row another step writes (:func:`simulator.loop_plans._window_free`): wherever it does, the
     search finds nothing."""
     insn, bases = loop
     steps = [{op: step_indices(insn, bases[op], op) for op in operand_buffers(insn)}]

@@ -22,7 +22,7 @@ and jumps from there.
 
 A plan depends only on how the transfer's rows sit in the bus's beats and the 4 KiB pages
 (:meth:`~simulator.ports.TransferRows.shape`) and, for a LOAD, its padding (with the
-configuration and the timing parameters). A run keeps its plans by shape; :data:`SHARED_PLANS`
+configuration and the timing parameters). A run keeps its plans by shape; :data:`TRANSFER_PLANS`
 keeps them for every run in the process (at most about 32 MiB, the least recently used going
 first). The cycle-stepped scheduler uses none of this, and the tests hold the two schedulers to
 the same cycles, activities and bursts.
@@ -44,9 +44,9 @@ from simulator.ports import NEVER, Burst, ReadPort, TransferRows
 if TYPE_CHECKING:
     from simulator.units import Module
 
-__all__ = ["SHARED_PLANS", "LoadsAlone", "PlannedStoreEngine"]
+__all__ = ["TRANSFER_PLANS", "LoadsAlone", "PlannedStoreEngine"]
 
-#: Estimated bytes of a burst and of a LOAD state a plan holds (for :data:`SHARED_PLANS`)
+#: Estimated bytes of a burst and of a LOAD state a plan holds (for :data:`TRANSFER_PLANS`)
 _BURST_BYTES, _STATE_BYTES = 128, 512
 
 
@@ -81,15 +81,15 @@ class _Plan:
 
 #: LOAD and STORE plans by kind, configuration, timing parameters, unit (LOADs) and shape,
 #: shared by every run in the process (module docstring)
-SHARED_PLANS: Memo[_Plan] = Memo(32 << 20)
+TRANSFER_PLANS: Memo[_Plan] = Memo(32 << 20)
 
 
 def _shared(key: tuple[object, ...], make: Callable[[], _Plan]) -> _Plan:
     """The shared plan of ``key``, made by ``make`` (and shared) when there is none."""
-    plan = SHARED_PLANS.get(key)
+    plan = TRANSFER_PLANS.get(key)
     if plan is None:
         plan = make()
-        SHARED_PLANS.put(key, plan, plan.nbytes)
+        TRANSFER_PLANS.put(key, plan, plan.nbytes)
     return plan
 
 
