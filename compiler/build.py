@@ -15,7 +15,7 @@ from compiler.codegen import (
 )
 from compiler.lower import GPU_PIPELINE, lower
 from compiler.schedule import Schedule
-from compiler.te import Tensor
+from compiler.tensor import Tensor
 
 __all__ = ["build"]
 

@@ -237,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
 def _instruments(args: argparse.Namespace) -> tuple[PassTiming | None, list[Instrument]]:
     """The pass timing that ``--time-passes`` asks for (None without it), and every
     instrument the options ask for (``--dump-ir``, ``--verify-ir``)."""
-    from compiler.ir import LoweredFunc
+    from compiler.loop_ir import LoweredFunc
     from compiler.pipeline import DumpIR, PassTiming, Verify
     from compiler.verify import verify_lowered
 

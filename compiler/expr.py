@@ -15,14 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from compiler.errors import CompileError
-
-if TYPE_CHECKING:
-    from compiler.te import Tensor
 
 __all__ = [
     "BinOp",
@@ -39,6 +36,7 @@ __all__ = [
     "MathFunc",
     "Node",
     "Not",
+    "Producer",
     "Reduce",
     "ReduceOp",
     "Select",
@@ -352,11 +350,25 @@ class Call(Expr):
         return self.args[0].dtype
 
 
+class Producer(Protocol):
+    """What a :class:`TensorRead` reads: a tensor of the layer above
+    (:class:`compiler.tensor.Tensor`), known here only by its name, shape and element type."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> DType: ...
+
+
 @dataclass(frozen=True)
 class TensorRead(Expr):
     """``tensor[indices]`` in a tensor expression (lowering turns it into a buffer load)."""
 
-    tensor: Tensor
+    tensor: Producer
     indices: tuple[Expr, ...]
     children: ClassVar = ("indices",)
 

@@ -1,11 +1,12 @@
 """Lowering: a schedule becomes a loop-IR function, then the pass pipeline runs on it.
 
 :func:`schedule_to_ir` builds the loop nests the schedule describes: it inlines stages marked
-``compute_inline``, infers the region each attached stage must compute (:mod:`compiler.bound`),
-turns every stage into loops over its leaf axes (split, fused, reordered, annotated), allocates
-intermediate buffers where they are attached, initialises reductions just outside their first
-reduction loop and guards the tails of splits that do not divide. :data:`PIPELINE` then lists the
-pure passes that rewrite the result; :func:`lower` runs both.
+``compute_inline``, infers the region each attached stage must compute
+(:func:`compiler.arith.covering_region`), turns every stage into loops over its leaf axes (split,
+fused, reordered, annotated), allocates intermediate buffers where they are attached, initialises
+reductions just outside their first reduction loop and guards the tails of splits that do not
+divide. :data:`PIPELINE` then lists the pure passes that rewrite the result; :func:`lower` runs
+both.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from compiler.bound import Interval, covering_region, fits
+from compiler.arith import Interval, covering_region, fits
 from compiler.errors import CompileError, ScheduleError
 from compiler.expr import (
     Binary,
@@ -27,7 +28,7 @@ from compiler.expr import (
     TensorRead,
     Var,
 )
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrKey,
     AttrStmt,
@@ -42,12 +43,11 @@ from compiler.ir import (
     Store,
     seq,
 )
-from compiler.passes import flatten, insert_barriers, tensorize
+from compiler.passes import flatten, insert_barriers, simplify, tensorize
 from compiler.passes.gpu import THREAD_TAGS
 from compiler.pipeline import Pass, run_pipeline
 from compiler.schedule import AttachKind, Schedule, Split, StageState
-from compiler.simplify import simplify
-from compiler.te import ComputeOp, PlaceholderOp, Tensor
+from compiler.tensor import ComputeOp, PlaceholderOp, Tensor
 from compiler.visit import free_vars, substitute, transform, walk
 
 __all__ = ["GPU_PIPELINE", "PIPELINE", "lower", "schedule_to_ir"]

@@ -1,10 +1,14 @@
-"""A readable text form of expressions and loop IR (what ``compiler.lower`` prints).
+"""A readable text form of expressions (the loop IR's statements print through it, in
+:func:`compiler.loop_ir.format_stmt`: what ``compiler.lower`` prints).
 
 Distinct variables that share a name are told apart by a suffix (``i``, ``i_1``), so the text
-is unambiguous.
+is unambiguous. An expression of a later layer (a loop-IR load) prints itself: it has a
+``text(names)`` method (:class:`Printable`), given the :class:`Names` of the whole text.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from compiler.expr import (
     Binary,
@@ -22,23 +26,8 @@ from compiler.expr import (
     TensorRead,
     Var,
 )
-from compiler.ir import (
-    Allocate,
-    AttrKey,
-    AttrStmt,
-    BufferAddress,
-    CallIntrinsic,
-    For,
-    ForKind,
-    IfThenElse,
-    Load,
-    LoweredFunc,
-    Seq,
-    Stmt,
-    Store,
-)
 
-__all__ = ["format_expr", "format_func", "format_stmt"]
+__all__ = ["Names", "Printable", "format_access", "format_expr"]
 
 #: Binding strength of each infix operator, as in C: shifts between comparisons and ``+``.
 _PRECEDENCE = {
@@ -57,8 +46,8 @@ _COMPARE = 3
 _ATOM = 9
 
 
-class _Names:
-    """Gives each distinct variable (or buffer) a unique printed name."""
+class Names:
+    """Gives each distinct variable (or buffer) a unique printed name: ``names(obj, name)``."""
 
     def __init__(self) -> None:
         self._given: dict[int, str] = {}
@@ -76,12 +65,18 @@ class _Names:
         return self._given[key]
 
 
-def format_expr(expr: Expr, names: _Names | None = None) -> str:
+class Printable(Protocol):
+    """An expression of a later layer that prints itself (an atom: it never needs parentheses)."""
+
+    def text(self, names: Names) -> str: ...
+
+
+def format_expr(expr: Expr, names: Names | None = None) -> str:
     """``expr`` as text."""
-    return _expr(expr, names or _Names())[0]
+    return _expr(expr, names or Names())[0]
 
 
-def _expr(e: Expr, names: _Names) -> tuple[str, int]:
+def _expr(e: Expr, names: Names) -> tuple[str, int]:
     if isinstance(e, IterVar):
         e = e.var
     if isinstance(e, Var):
@@ -111,81 +106,20 @@ def _expr(e: Expr, names: _Names) -> tuple[str, int]:
     if isinstance(e, Call):
         return f"{e.func.value}({', '.join(_expr(a, names)[0] for a in e.args)})", _ATOM
     if isinstance(e, TensorRead):
-        return _access(names(e.tensor, e.tensor.name), e.indices, names), _ATOM
-    if isinstance(e, Load):
-        return _access(names(e.buffer, e.buffer.name), e.indices, names), _ATOM
-    if isinstance(e, BufferAddress):
-        return "&" + _access(names(e.buffer, e.buffer.name), e.indices, names), _ATOM
+        return format_access(names(e.tensor, e.tensor.name), e.indices, names), _ATOM
     if isinstance(e, Reduce):
         axes = ", ".join(names(a.var, a.name) for a in e.axes)
         return f"{e.combiner.name.lower()}({_expr(e.source, names)[0]}, axis=[{axes}])", _ATOM
+    if hasattr(e, "text"):  # a Printable
+        return e.text(names), _ATOM
     raise TypeError(f"cannot print {type(e).__name__}")
 
 
-def _child(e: Expr, names: _Names, level: int) -> str:
+def _child(e: Expr, names: Names, level: int) -> str:
     text, own = _expr(e, names)
     return f"({text})" if own < level else text
 
 
-def _access(name: str, indices: tuple[Expr, ...], names: _Names) -> str:
+def format_access(name: str, indices: tuple[Expr, ...], names: Names) -> str:
+    """``name[indices]``: an element of the tensor or buffer printed as ``name``."""
     return f"{name}[{', '.join(_expr(i, names)[0] for i in indices)}]"
-
-
-def format_stmt(stmt: Stmt, names: _Names | None = None, indent: int = 0) -> str:
-    """``stmt`` as indented text."""
-    lines: list[str] = []
-    _stmt(stmt, names or _Names(), indent, lines)
-    return "\n".join(lines)
-
-
-def _stmt(s: Stmt, names: _Names, depth: int, out: list[str]) -> None:
-    pad = "  " * depth
-    if isinstance(s, Seq):
-        for part in s.stmts:
-            _stmt(part, names, depth, out)
-    elif isinstance(s, For):
-        kind = "" if s.kind is ForKind.SERIAL else f"{s.kind.value} "
-        thread = f" bind {s.thread}" if s.thread else ""
-        out.append(f"{pad}{kind}for {names(s.var, s.var.name)} in 0..{s.extent}{thread}:")
-        _stmt(s.body, names, depth + 1, out)
-    elif isinstance(s, Store):
-        target = _access(names(s.buffer, s.buffer.name), s.indices, names)
-        out.append(f"{pad}{target} = {format_expr(s.value, names)}")
-    elif isinstance(s, Allocate):
-        b = s.buffer
-        shape = ", ".join(map(str, b.shape))
-        out.append(f"{pad}allocate {names(b, b.name)}: {b.dtype}[{shape}] {b.scope.value}")
-        _stmt(s.body, names, depth, out)
-    elif isinstance(s, IfThenElse):
-        out.append(f"{pad}if {format_expr(s.cond, names)}:")
-        _stmt(s.then, names, depth + 1, out)
-        if s.otherwise is not None:
-            out.append(f"{pad}else:")
-            _stmt(s.otherwise, names, depth + 1, out)
-    elif isinstance(s, AttrStmt):
-        if s.key is AttrKey.TENSORIZE:
-            value = s.value.name
-        elif s.key is AttrKey.STAGE:
-            value = s.value
-        else:
-            value = f"{s.value[0]}={s.value[1]!r}"
-        out.append(f"{pad}// {s.key.value} {value}")
-        _stmt(s.body, names, depth, out)
-    elif isinstance(s, CallIntrinsic):
-        args = ", ".join(format_expr(a, names) for a in s.args)
-        out.append(f"{pad}call {s.intrin.name}({args})")
-    elif hasattr(
-        s, "describe"
-    ):  # a statement of a later layer (the accelerator's) describes itself
-        out.append(pad + s.describe(lambda e: format_expr(e, names)))
-    else:
-        raise TypeError(f"cannot print {type(s).__name__}")
-
-
-def format_func(func: LoweredFunc) -> str:
-    """A lowered function as text: its signature, then its body."""
-    names = _Names()
-    params = ", ".join(
-        f"{names(b, b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]" for b in func.params
-    )
-    return f"func {func.name}({params}):\n{format_stmt(func.body, names, 1)}\n"

@@ -17,8 +17,8 @@ from typing import Any
 
 from compiler.errors import ScheduleError
 from compiler.expr import Expr, IterKind, IterVar, Reduce, TensorRead, Var
-from compiler.ir import ForKind, Scope
-from compiler.te import (
+from compiler.loop_ir import ForKind, Scope
+from compiler.tensor import (
     VIRTUAL_THREAD_TAGS,
     ComputeOp,
     PlaceholderOp,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from compiler.errors import CompileError
 from compiler.expr import Node, Var
-from compiler.ir import Allocate, Buffer, For, LoweredFunc
+from compiler.loop_ir import Allocate, Buffer, For, LoweredFunc
 from compiler.visit import children, free_vars
 
 __all__ = ["verify_lowered"]

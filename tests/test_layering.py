@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,120 @@ def test_every_package_has_a_docstring_and_all():
         assert "__all__" in names, f"{package} lacks __all__"
 
 
+# ------------------------------------------------------------------------ no import circles
+def _compiler_modules() -> dict[str, bool]:
+    """Each module of ``compiler`` (dotted name) and whether it is a package."""
+    return {
+        module: path.name == "__init__.py"
+        for module, path in _modules()
+        if module.split(".")[0] == "compiler"
+    }
+
+
+def imported_modules(
+    module: str, is_package: bool, source: str, modules: Collection[str]
+) -> set[str]:
+    """The modules among ``modules`` that ``source`` (the module ``module``) imports.
+
+    Every import statement counts, at module level or in a function, under ``TYPE_CHECKING``
+    or not. ``import a.b`` imports the longest prefix of ``a.b`` that is one of ``modules``;
+    ``from a import n`` imports ``a.n`` where that is a module, else ``a``. A submodule is not
+    taken to import its parent package (Python imports the package first, but the submodule
+    does not depend on what the package's ``__init__`` holds)."""
+
+    def owner(name: str) -> str | None:
+        parts = name.split(".")
+        while parts and ".".join(parts) not in modules:
+            parts.pop()
+        return ".".join(parts) or None
+
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str | None] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(owner(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source_module = node.module or ""
+            if node.level:  # relative: up from this module's package
+                base = package.rsplit(".", node.level - 1)[0]
+                source_module = f"{base}.{source_module}" if source_module else base
+            for alias in node.names:
+                submodule = f"{source_module}.{alias.name}"
+                found.add(submodule if submodule in modules else owner(source_module))
+    return {name for name in found if name is not None and name != module}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of ``compiler`` and the modules of ``compiler`` it imports."""
+    modules = _compiler_modules()
+    return {
+        module: imported_modules(module, is_package, _path(module, is_package).read_text(), modules)
+        for module, is_package in modules.items()
+    }
+
+
+def _path(module: str, is_package: bool) -> Path:
+    path = ROOT.joinpath(*module.split("."))
+    return path / "__init__.py" if is_package else path.with_suffix(".py")
+
+
+def find_cycle(graph: Mapping[str, Collection[str]]) -> list[str] | None:
+    """A cycle of ``graph`` as the modules along it (the first repeated at the end), or None."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(node: str) -> list[str] | None:
+        path.append(node)
+        on_path.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target in on_path:
+                return [*path[path.index(target) :], target]
+            if target not in done and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        on_path.discard(node)
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_compiler_has_no_import_circle():
+    graph = import_graph()
+    assert len(graph) > 100 and "compiler.loop_ir" in graph["compiler.lower"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize(
+    ("module", "is_package", "source", "expected"),
+    [
+        ("p.a", False, "import p.b.c", {"p.b"}),  # the longest prefix that is a module
+        ("p.a", False, "from p.b import f", {"p.b"}),
+        ("p.a", False, "from p import b", {"p.b"}),  # a submodule, not the package
+        ("p.a", False, "from p import f", {"p"}),
+        ("p.a", False, "from . import b\nfrom .b import f", {"p.b"}),
+        ("p", True, "from .a import f", {"p.a"}),
+        ("p.q.a", False, "from ..b import f", {"p.b"}),
+        ("p.a", False, "if TYPE_CHECKING:\n    import p.b", {"p.b"}),
+        ("p.a", False, "def f():\n    from p.b import g", {"p.b"}),
+        ("p.a", False, "import numpy\nimport p.a", set()),
+    ],
+)
+def test_imported_modules_counts_every_import(module, is_package, source, expected):
+    assert imported_modules(module, is_package, source, {"p", "p.a", "p.b"}) == expected
+
+
+def test_find_cycle_names_the_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}}) == ["b", "c", "b"]
+
+
+# ------------------------------------------------------------------------------ import cost
 def _loaded_after(statement: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``statement``."""
     code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
@@ -156,3 +271,25 @@ def test_importing_one_compiler_module_loads_no_model_compiler_codegen_or_llvmli
         "import compiler.lower, compiler.build, compiler; "
         "assert compiler.lower.__name__ == 'lower' and callable(compiler.build)"
     )
+
+
+#: The core of the compiler, bottom up, and what importing each may not load.
+LIGHT = {
+    "compiler.expr": ("compiler.arith", "compiler.tensor", "compiler.loop_ir"),
+    "compiler.arith": ("compiler.tensor", "compiler.loop_ir", "compiler.passes"),
+    "compiler.tensor": ("compiler.schedule", "compiler.loop_ir", "compiler.passes"),
+    "compiler.loop_ir": ("compiler.tensor", "compiler.arith", "compiler.passes"),
+    "compiler.te": ("compiler.passes", "compiler.lower"),
+    "compiler.schedule": ("compiler.passes", "compiler.lower"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(LIGHT))
+def test_the_core_loads_no_code_generator_nor_a_layer_above_it(module):
+    """The scalar expressions, their arithmetic, the tensor-expression layer (which knows no
+    schedule and no loop IR), the loop IR and the schedules each load only what they need:
+    never a code generator, the model compiler, a frontend or llvmlite."""
+    loaded = _loaded_after(f"import {module}")
+    heavy = ("compiler.codegen", "compiler.model", "compiler.frontend", "compiler.accel")
+    assert "llvmlite" not in loaded
+    assert not {m for m in loaded if m.startswith(heavy + LIGHT[module])}

@@ -28,9 +28,10 @@ from compiler.accel.rows import (
     split_element_loops,
 )
 from compiler.accel.stmts import ComputeStep, Dma, SramRow
+from compiler.arith import simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Binary, BinOp, Cast, Const, DType, Expr
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrKey,
     AttrStmt,
@@ -42,7 +43,6 @@ from compiler.ir import (
     Store,
     seq,
 )
-from compiler.simplify import simplify_expr
 from compiler.visit import children, transform, walk
 from isa import AccelConfig, AluOp, MemId, Opcode
 

@@ -25,7 +25,7 @@ from compiler.accel.tokens import insert_tokens
 from compiler.accel.uops import grid, kernel_coefficients
 from compiler.errors import CompileError
 from compiler.expr import Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrStmt,
     Buffer,

@@ -30,6 +30,7 @@ from compiler.accel.rows import (
     split_element_loops,
 )
 from compiler.accel.stmts import Dma, SramRow
+from compiler.arith import ONE, from_linear, linear, simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import (
     Binary,
@@ -43,8 +44,17 @@ from compiler.expr import (
     Select,
     Var,
 )
-from compiler.ir import AttrKey, AttrStmt, Buffer, For, ForKind, Load, LoweredFunc, Scope, Store
-from compiler.simplify import ONE, from_linear, linear, simplify_expr
+from compiler.loop_ir import (
+    AttrKey,
+    AttrStmt,
+    Buffer,
+    For,
+    ForKind,
+    Load,
+    LoweredFunc,
+    Scope,
+    Store,
+)
 from compiler.visit import free_vars, substitute, transform, walk
 from isa import AccelConfig, MemId, Opcode
 

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from compiler.errors import CompileError
 from compiler.expr import DType
-from compiler.ir import Scope
+from compiler.loop_ir import Scope
 from compiler.te import TensorIntrin, cast, compute, decl_tensor_intrin, placeholder, reduce_axis
 from compiler.te import sum as te_sum
 from isa import AccelConfig

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from compiler.arith import COMPARES, FOLDS, ONE, linear
 from compiler.errors import CompileError
 from compiler.expr import Binary, BinOp, Cast, Compare, Const, Expr, Not, Select, Var
-from compiler.simplify import COMPARES, FOLDS, ONE, linear
 
 __all__ = ["Env", "compile_expr"]
 

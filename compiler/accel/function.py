@@ -19,7 +19,7 @@ from compiler.accel.codegen import Generated, generate
 from compiler.accel.lower import lower_accel
 from compiler.accel.stream import format_stream
 from compiler.errors import CompileError
-from compiler.ir import LoweredFunc
+from compiler.loop_ir import LoweredFunc
 from compiler.schedule import Schedule
 from compiler.te import Tensor
 from isa import AccelConfig, DramBuffer, DramSegment, MemId, Program

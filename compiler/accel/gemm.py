@@ -21,11 +21,11 @@ from compiler.accel.rows import (
     split_element_loops,
 )
 from compiler.accel.stmts import ComputeStep, SramRow
+from compiler.arith import from_linear, linear, simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Cast, Const, Expr
-from compiler.ir import BufferAddress, CallIntrinsic, For, LoweredFunc, Scope, Stmt, Store
+from compiler.loop_ir import BufferAddress, CallIntrinsic, For, LoweredFunc, Scope, Stmt, Store
 from compiler.passes import tensorize
-from compiler.simplify import from_linear, linear, simplify_expr
 from compiler.visit import transform
 from isa import AccelConfig, MemId
 

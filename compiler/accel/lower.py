@@ -26,11 +26,11 @@ from compiler.accel.dma import inject_dma
 from compiler.accel.gemm import tensorize_gemm
 from compiler.accel.uops import fold_uop_loops
 from compiler.accel.vthread import inject_virtual_thread
-from compiler.ir import LoweredFunc
+from compiler.loop_ir import LoweredFunc
 from compiler.lower import schedule_to_ir
+from compiler.passes.simplify import simplify
 from compiler.pipeline import Pass, run_pipeline
 from compiler.schedule import Schedule
-from compiler.simplify import simplify
 from compiler.te import Tensor
 from isa import AccelConfig
 

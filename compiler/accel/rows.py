@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from compiler.arith import ONE, from_linear, linear, simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Const, DType, Expr, Var
-from compiler.ir import Buffer, For, Scope, Stmt
-from compiler.simplify import ONE, from_linear, linear, simplify_expr
+from compiler.loop_ir import Buffer, For, Scope, Stmt
 from compiler.visit import free_vars
 from isa import AccelConfig, MemId
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from compiler.expr import Expr, Node, Var
-from compiler.ir import Buffer, Stmt
+from compiler.loop_ir import Buffer, Stmt
 from isa import AluOp, MemId, Opcode, Stage
 
 __all__ = ["ComputeStep", "Dma", "SramRow", "UopKernel", "buffer_rows", "transfer_module"]

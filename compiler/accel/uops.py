@@ -26,10 +26,10 @@ import numpy as np
 
 from compiler.accel.rows import coefficient, perfect_nest, rewrite_top_down
 from compiler.accel.stmts import ComputeStep, UopKernel
+from compiler.arith import ONE, linear, simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Var
-from compiler.ir import For, ForKind, LoweredFunc, Stmt
-from compiler.simplify import ONE, linear, simplify_expr
+from compiler.loop_ir import For, ForKind, LoweredFunc, Stmt
 from isa import (
     AccelConfig,
     AluInsn,

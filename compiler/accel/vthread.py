@@ -26,10 +26,10 @@ from dataclasses import replace
 
 from compiler.accel.rows import perfect_nest
 from compiler.accel.stmts import ComputeStep, Dma, SramRow, buffer_rows, transfer_module
+from compiler.arith import simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Const, DType, Var
-from compiler.ir import Allocate, AttrStmt, Buffer, For, ForKind, LoweredFunc, Seq, Stmt, seq
-from compiler.simplify import simplify_expr
+from compiler.loop_ir import Allocate, AttrStmt, Buffer, For, ForKind, LoweredFunc, Seq, Stmt, seq
 from compiler.visit import free_vars, substitute, transform, walk
 from isa import Opcode, Stage
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from compiler.errors import CompileError
 from compiler.expr import Expr, Node, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrStmt,
     Buffer,
@@ -33,7 +33,7 @@ from compiler.ir import (
     seq,
 )
 from compiler.passes.gpu import BLOCK_TAGS, THREAD_TAGS, Barrier, LaunchConfig
-from compiler.simplify import simplify
+from compiler.passes.simplify import simplify
 from compiler.te import ThreadTag
 from compiler.visit import free_vars, substitute, transform, walk
 

@@ -16,7 +16,7 @@ from compiler.codegen.gpu_emulator import emulation
 from compiler.codegen.llvm import codegen
 from compiler.codegen.nvptx import PtxModule
 from compiler.codegen.runtime import CompiledFunction, check_arguments, output_positions
-from compiler.ir import LoweredFunc
+from compiler.loop_ir import LoweredFunc
 from compiler.passes.gpu import LaunchConfig
 
 __all__ = ["GpuFunction"]

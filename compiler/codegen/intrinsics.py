@@ -9,9 +9,9 @@ over its axes, the reductions outermost and the innermost output axis vectorized
 from __future__ import annotations
 
 from compiler.expr import Binary, Const, DType, Reduce, TensorRead, Var
-from compiler.ir import Buffer, For, ForKind, Load, LoweredFunc, Stmt, Store
+from compiler.loop_ir import Buffer, For, ForKind, Load, LoweredFunc, Stmt, Store
 from compiler.passes import flatten
-from compiler.simplify import simplify
+from compiler.passes.simplify import simplify
 from compiler.te import Tensor, TensorIntrin
 from compiler.visit import transform
 

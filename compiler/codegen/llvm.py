@@ -29,6 +29,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from compiler.arith import ONE, fold_shift, from_linear, linear
 from compiler.codegen.intrinsics import lower_intrinsic
 from compiler.codegen.target import Target
 from compiler.errors import CompileError
@@ -46,7 +47,7 @@ from compiler.expr import (
     Select,
     Var,
 )
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrKey,
     AttrStmt,
@@ -63,7 +64,6 @@ from compiler.ir import (
     Stmt,
     Store,
 )
-from compiler.simplify import ONE, fold_shift, from_linear, linear
 from compiler.visit import free_vars, walk
 
 __all__ = ["LLVMModule", "codegen", "optimise"]

@@ -27,7 +27,7 @@ import llvmlite.ir as ir
 from compiler.codegen.llvm import _INDEX, _Emitter, _Intrinsics, _llvm_type, optimise
 from compiler.codegen.target import initialise
 from compiler.errors import CompileError
-from compiler.ir import Allocate, CallIntrinsic, For, ForKind, LoweredFunc, Scope, Stmt
+from compiler.loop_ir import Allocate, CallIntrinsic, For, ForKind, LoweredFunc, Scope, Stmt
 from compiler.passes.gpu import Barrier, LaunchConfig, launch_config
 from compiler.te import ThreadTag
 

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from compiler.errors import CompileError
-from compiler.ir import Buffer, LoweredFunc, Store
+from compiler.loop_ir import Buffer, LoweredFunc, Store
 from compiler.visit import walk
 
 __all__ = ["CompiledFunction", "check_arguments", "output_positions"]

@@ -24,7 +24,7 @@ from compiler.accel.lower import lower_accel
 from compiler.accel.ops import ADD, CONV2D, DENSE, GLOBAL_AVG_POOL, MAX_POOL, average_divisor
 from compiler.errors import CompileError
 from compiler.graph.ir import Graph, Node, Op
-from compiler.ir import LoweredFunc
+from compiler.loop_ir import LoweredFunc
 from compiler.ops.knobs import Template
 from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder

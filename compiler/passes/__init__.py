@@ -5,6 +5,7 @@
 
 from compiler.passes.flatten import flatten
 from compiler.passes.gpu import insert_barriers
+from compiler.passes.simplify import simplify
 from compiler.passes.tensorize import tensorize
 
-__all__ = ["flatten", "insert_barriers", "tensorize"]
+__all__ = ["flatten", "insert_barriers", "simplify", "tensorize"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.expr import Node
-from compiler.ir import BufferAddress, Load, LoweredFunc, Store
+from compiler.loop_ir import BufferAddress, Load, LoweredFunc, Store
 from compiler.visit import transform
 
 __all__ = ["flatten"]

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from compiler.errors import CompileError
 from compiler.expr import Binary, BinOp, Expr, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrStmt,
     Buffer,

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from compiler.arith import ONE, from_linear, linear, simplify_expr
 from compiler.errors import CompileError
 from compiler.expr import Binary, Const, DType, Expr, IterVar, Reduce, TensorRead, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     AttrKey,
     AttrStmt,
     Buffer,
@@ -27,7 +28,6 @@ from compiler.ir import (
     Stmt,
     Store,
 )
-from compiler.simplify import ONE, from_linear, linear, simplify_expr
 from compiler.visit import free_vars, substitute, transform
 
 __all__ = ["tensorize"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.expr import Expr, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrKey,
     AttrStmt,

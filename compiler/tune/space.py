@@ -20,7 +20,7 @@ import numpy as np
 from compiler.errors import CompileError
 from compiler.lower import schedule_to_ir
 from compiler.ops.knobs import Knob
-from compiler.simplify import simplify
+from compiler.passes.simplify import simplify
 from compiler.tune.errors import TuneError
 from compiler.tune.features import features
 from compiler.tune.task import Task

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from compiler.expr import Binary, BinOp, Cast, Compare, Const, Not, Select, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     AttrStmt,
     BufferAddress,

@@ -14,7 +14,7 @@ import pytest
 
 from compiler import te
 from compiler.errors import CompileError, ScheduleError
-from compiler.ir import Scope
+from compiler.loop_ir import Scope
 from compiler.schedule import Schedule, create_schedule
 
 

@@ -13,7 +13,7 @@ from compiler import build, create_schedule, te
 from compiler.codegen import codegen
 from compiler.codegen.runtime import CompiledFunction
 from compiler.expr import Binary, BinOp, Const, DType, Var
-from compiler.ir import Buffer, For, ForKind, Load, LoweredFunc, Store
+from compiler.loop_ir import Buffer, For, ForKind, Load, LoweredFunc, Store
 from tests.guards import GuardedArray
 
 

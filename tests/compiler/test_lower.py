@@ -8,10 +8,10 @@ import pytest
 
 from compiler import PIPELINE, CompileError, build, create_schedule, lower, te
 from compiler.expr import Const, DType, Var
-from compiler.ir import Buffer, CallIntrinsic, For, ForKind, IfThenElse, LoweredFunc, Store
+from compiler.loop_ir import Buffer, CallIntrinsic, For, ForKind, IfThenElse, LoweredFunc, Store
 from compiler.lower import schedule_to_ir
 from compiler.passes import flatten, tensorize
-from compiler.simplify import simplify
+from compiler.passes.simplify import simplify
 from compiler.visit import walk
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from compiler import build, create_schedule, lower, te
 from compiler.expr import Binary, BinOp, Const, DType
-from compiler.ir import Load
+from compiler.loop_ir import Load
 from compiler.visit import transform
 from tests.compiler.ir_access import out_of_bounds
 from tests.guards import GuardedArray

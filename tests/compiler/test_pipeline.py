@@ -11,7 +11,7 @@ import pytest
 
 from compiler.errors import CompileError
 from compiler.expr import DType, Var
-from compiler.ir import Allocate, Buffer, For, ForKind, Load, LoweredFunc, Store
+from compiler.loop_ir import Allocate, Buffer, For, ForKind, Load, LoweredFunc, Store
 from compiler.model import STAGES, compile_model
 from compiler.pipeline import (
     DumpIR,

@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from compiler.arith import const_bounds, simplify_expr
 from compiler.expr import Binary, BinOp, Const, DType, Expr, Var
-from compiler.simplify import const_bounds, simplify_expr
 from compiler.visit import walk
 
 VARS = [Var("a"), Var("b"), Var("c")]

@@ -11,9 +11,10 @@ import itertools
 import pytest
 
 from compiler import CompileError, create_schedule, lower, te
+from compiler.arith import const_bounds, simplify_expr
 from compiler.expr import Binary, BinOp, Const, DType, Var
-from compiler.ir import For, ForKind
-from compiler.simplify import const_bounds, simplify, simplify_expr
+from compiler.loop_ir import For, ForKind
+from compiler.passes.simplify import simplify
 from compiler.visit import walk
 
 VI, VJ = Var("i"), Var("j")

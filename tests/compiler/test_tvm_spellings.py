@@ -12,7 +12,7 @@ import pytest
 from compiler import CompileError, ScheduleError, build, create_schedule, lower, te
 from compiler import ops as topi
 from compiler.expr import Binary, BinOp, Cast, Compare, Const, DType, TensorRead, Var
-from compiler.ir import ForKind
+from compiler.loop_ir import ForKind
 from compiler.printer import format_expr
 from compiler.schedule import Annotate, Bind, ThreadTag
 from compiler.visit import walk

@@ -11,8 +11,8 @@ from compiler import CompileError, te
 from compiler.accel import Env
 from compiler.accel.stmts import ComputeStep, Dma, SramRow, UopKernel
 from compiler.expr import Binary, Const
-from compiler.ir import Allocate, AttrKey, AttrStmt, For, ForKind, Load, Seq, Store
-from compiler.simplify import simplify
+from compiler.loop_ir import Allocate, AttrKey, AttrStmt, For, ForKind, Load, Seq, Store
+from compiler.passes.simplify import simplify
 from isa import AluOp, MemId, Opcode, Operand
 from tests.compiler.accel.helpers import (
     Case,

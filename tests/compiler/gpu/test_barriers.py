@@ -8,7 +8,7 @@ import numpy as np
 
 from compiler import build, create_schedule, lower, te
 from compiler.expr import DType, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     Buffer,
     For,
@@ -20,11 +20,11 @@ from compiler.ir import (
     Seq,
     Stmt,
     Store,
+    format_func,
     seq,
 )
 from compiler.lower import GPU_PIPELINE, PIPELINE, schedule_to_ir
 from compiler.passes.gpu import Barrier, insert_barriers
-from compiler.printer import format_func
 from compiler.visit import free_vars, walk
 from tests.compiler.gpu.kernels import tiled_matmul
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from compiler import CompileError, build
 from compiler.codegen.gpu_emulator import emulation
 from compiler.expr import DType, Var
-from compiler.ir import (
+from compiler.loop_ir import (
     Allocate,
     Buffer,
     For,

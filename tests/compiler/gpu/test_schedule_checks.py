@@ -8,7 +8,7 @@ import pytest
 from compiler import CompileError, ScheduleError, build, create_schedule, lower, te
 from compiler.codegen import CudaTarget
 from compiler.expr import TensorRead
-from compiler.ir import Allocate
+from compiler.loop_ir import Allocate
 from compiler.lower import GPU_PIPELINE
 from compiler.visit import walk
 from tests.compiler.gpu.kernels import tiled_matmul

@@ -3,7 +3,8 @@
 Small frozen dataclasses. Lowering turns a schedule into a :class:`LoweredFunc` whose body is a
 statement tree; the passes in :mod:`compiler.lower` rewrite it; code generators consume it.
 Buffers have identity; loads and stores index them with one expression per dimension until the
-``flatten`` pass rewrites every access into one row-major offset.
+``flatten`` pass rewrites every access into one row-major offset. :func:`format_func` (what
+``str`` of a :class:`LoweredFunc` gives) and :func:`format_stmt` write the IR as readable text.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from enum import Enum
 from typing import Any, ClassVar
 
 from compiler.expr import DType, Expr, Node, Var, as_expr
+from compiler.printer import Names, format_access, format_expr
 
 __all__ = [
     "Allocate",
@@ -30,6 +32,8 @@ __all__ = [
     "Seq",
     "Stmt",
     "Store",
+    "format_func",
+    "format_stmt",
     "seq",
 ]
 
@@ -108,10 +112,16 @@ class _Element(Expr):
 class Load(_Element):
     """The value of ``buffer[indices]``."""
 
+    def text(self, names: Names) -> str:
+        return format_access(names(self.buffer, self.buffer.name), self.indices, names)
+
 
 @dataclass(frozen=True)
 class BufferAddress(_Element):
     """The address of ``buffer[indices]``: an argument of an intrinsic call."""
+
+    def text(self, names: Names) -> str:
+        return "&" + format_access(names(self.buffer, self.buffer.name), self.indices, names)
 
 
 class Stmt(Node):
@@ -192,7 +202,7 @@ class AttrStmt(Stmt):
 
 @dataclass(frozen=True)
 class CallIntrinsic(Stmt):
-    """Run the declared intrinsic ``intrin`` (a :class:`compiler.te.TensorIntrin`).
+    """Run the declared intrinsic ``intrin`` (a :class:`compiler.tensor.TensorIntrin`).
 
     ``args`` holds one :class:`BufferAddress` per operand (output first, then the inputs in
     the declaration's order), followed by each operand's row strides in elements.
@@ -212,8 +222,6 @@ class LoweredFunc:
     body: Stmt
 
     def __str__(self) -> str:
-        from compiler.printer import format_func  # the printer imports this module
-
         return format_func(self)
 
 
@@ -225,3 +233,64 @@ def seq(*stmts: Stmt | None) -> Stmt:
             continue
         flat.extend(stmt.stmts if isinstance(stmt, Seq) else (stmt,))
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+# -------------------------------------------------------------------------------- text form
+def format_stmt(stmt: Stmt, names: Names | None = None, indent: int = 0) -> str:
+    """``stmt`` as indented text."""
+    lines: list[str] = []
+    _stmt(stmt, names or Names(), indent, lines)
+    return "\n".join(lines)
+
+
+def _stmt(s: Stmt, names: Names, depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    if isinstance(s, Seq):
+        for part in s.stmts:
+            _stmt(part, names, depth, out)
+    elif isinstance(s, For):
+        kind = "" if s.kind is ForKind.SERIAL else f"{s.kind.value} "
+        thread = f" bind {s.thread}" if s.thread else ""
+        out.append(f"{pad}{kind}for {names(s.var, s.var.name)} in 0..{s.extent}{thread}:")
+        _stmt(s.body, names, depth + 1, out)
+    elif isinstance(s, Store):
+        target = format_access(names(s.buffer, s.buffer.name), s.indices, names)
+        out.append(f"{pad}{target} = {format_expr(s.value, names)}")
+    elif isinstance(s, Allocate):
+        b = s.buffer
+        shape = ", ".join(map(str, b.shape))
+        out.append(f"{pad}allocate {names(b, b.name)}: {b.dtype}[{shape}] {b.scope.value}")
+        _stmt(s.body, names, depth, out)
+    elif isinstance(s, IfThenElse):
+        out.append(f"{pad}if {format_expr(s.cond, names)}:")
+        _stmt(s.then, names, depth + 1, out)
+        if s.otherwise is not None:
+            out.append(f"{pad}else:")
+            _stmt(s.otherwise, names, depth + 1, out)
+    elif isinstance(s, AttrStmt):
+        if s.key is AttrKey.TENSORIZE:
+            value = s.value.name
+        elif s.key is AttrKey.STAGE:
+            value = s.value
+        else:
+            value = f"{s.value[0]}={s.value[1]!r}"
+        out.append(f"{pad}// {s.key.value} {value}")
+        _stmt(s.body, names, depth, out)
+    elif isinstance(s, CallIntrinsic):
+        args = ", ".join(format_expr(a, names) for a in s.args)
+        out.append(f"{pad}call {s.intrin.name}({args})")
+    elif hasattr(
+        s, "describe"
+    ):  # a statement of a later layer (the accelerator's) describes itself
+        out.append(pad + s.describe(lambda e: format_expr(e, names)))
+    else:
+        raise TypeError(f"cannot print {type(s).__name__}")
+
+
+def format_func(func: LoweredFunc) -> str:
+    """A lowered function as text: its signature, then its body."""
+    names = Names()
+    params = ", ".join(
+        f"{names(b, b.name)}: {b.dtype}[{', '.join(map(str, b.shape))}]" for b in func.params
+    )
+    return f"func {func.name}({params}):\n{format_stmt(func.body, names, 1)}\n"

@@ -1,4 +1,4 @@
-"""The expression simplifier and the ``simplify`` pass.
+"""Integer arithmetic on expressions: bounds, linear forms, simplification, covering regions.
 
 Integer (int32) index arithmetic is put in a canonical linear form, ``sum(coef * atom) + c``,
 so ``(i*8 + 7) - i*8`` becomes ``7``; floor division and modulo by a positive constant use the
@@ -6,11 +6,22 @@ exact identities ``(a*c + b) // c == a + b // c`` and ``(a*c + b) % c == b % c``
 of loop variables (``x // 8 == 0`` and ``x % 8 == x`` when ``0 <= x < 8``). Constants fold with
 the wrap-around of their dtype (shifts as :func:`fold_shift` says); ``x >> 0`` and ``x << 0``
 are ``x``; comparisons and selects fold when the ranges decide them.
+
+Bound inference (:func:`covering_region`) gives the region of a producer that a consumer's inner
+loops read: a stage computed inside its consumer's loop ``axis`` needs, per dimension, the
+smallest interval covering every read of it while the loops outside ``axis`` (and ``axis``
+itself) are fixed and the loops inside run over their ranges. The interval's start is a symbolic
+expression in the fixed loop variables; its length must be a constant (it sizes a buffer). When
+that cannot be shown, the whole dimension is used instead, which is always correct.
+
+Only scalar expressions are read here (:mod:`compiler.expr`); the ``simplify`` pass over the loop
+IR is :mod:`compiler.passes.simplify`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,20 +40,22 @@ from compiler.expr import (
     Select,
     Var,
 )
-from compiler.ir import Allocate, AttrStmt, For, ForKind, IfThenElse, LoweredFunc, Seq, Stmt, seq
-from compiler.visit import substitute, transform
+from compiler.visit import free_vars, transform
 
 __all__ = [
     "COMPARES",
     "FOLDS",
     "ONE",
+    "Interval",
     "Ranges",
     "const_bounds",
+    "covering_region",
+    "fits",
     "fold_shift",
     "from_linear",
     "linear",
-    "simplify",
     "simplify_expr",
+    "simplify_node",
 ]
 
 #: Inclusive ``(lo, hi)`` range of each loop variable.
@@ -240,10 +253,12 @@ def _linear_bounds(form: Mapping[object, int], ranges: Ranges) -> Bound:
 def simplify_expr(expr: Expr, ranges: Ranges | None = None) -> Expr:
     """An equivalent, simpler ``expr`` given the inclusive ``ranges`` of its variables."""
     ranges = ranges if ranges is not None else {}
-    return transform(expr, lambda node: _rewrite(node, ranges))
+    return transform(expr, lambda node: simplify_node(node, ranges))
 
 
-def _rewrite(node: Node, ranges: Ranges) -> Expr | None:
+def simplify_node(node: Node, ranges: Ranges) -> Expr | None:
+    """One step of :func:`simplify_expr`: a simpler form of ``node``, whose children are
+    already simplified, or None to keep it (the contract of :func:`compiler.visit.transform`)."""
     if isinstance(node, Binary):
         return _rewrite_binary(node, ranges)
     if isinstance(node, Compare):
@@ -375,43 +390,82 @@ def _rewrite_compare(node: Compare, ranges: Ranges) -> Expr | None:
     return None
 
 
-# ------------------------------------------------------------------------------ statements
-def simplify(func: LoweredFunc) -> LoweredFunc:
-    """The ``simplify`` pass: simplify every expression using the enclosing loops' ranges,
-    drop conditions that always hold (and branches that never run), and replace loops of
-    extent 1 by their body."""
-    return LoweredFunc(func.name, func.params, _stmt(func.body, {}))
+# ------------------------------------------------------------------------ covering regions
+@dataclass(frozen=True)
+class Interval:
+    """``begin .. begin + extent - 1`` along one dimension."""
+
+    begin: Expr
+    extent: int
 
 
-def _stmt(stmt: Stmt, ranges: dict[Var, tuple[int, int]]) -> Stmt | None:
-    if isinstance(stmt, For):
-        if stmt.extent == 1 and stmt.kind is not ForKind.THREAD_BINDING:
-            return _stmt(substitute(stmt.body, {stmt.var: Const(0, DType.INT32)}), ranges)
-        body = _stmt(stmt.body, {**ranges, stmt.var: (0, stmt.extent - 1)})
-        return None if body is None else For(stmt.var, stmt.extent, stmt.kind, body, stmt.thread)
-    if isinstance(stmt, Seq):
-        parts = [_stmt(s, ranges) for s in stmt.stmts]
-        kept = [s for s in parts if s is not None]
-        return seq(*kept) if kept else None
-    if isinstance(stmt, IfThenElse):
-        cond = simplify_expr(stmt.cond, ranges)
-        if isinstance(cond, Const):
-            chosen = stmt.then if cond.value else stmt.otherwise
-            return None if chosen is None else _stmt(chosen, ranges)
-        then = _stmt(stmt.then, ranges)
-        otherwise = None if stmt.otherwise is None else _stmt(stmt.otherwise, ranges)
-        if then is None and otherwise is None:
+def _symbolic_bounds(index: Expr, ranged: Ranges) -> tuple[Expr, Expr] | None:
+    """Symbolic ``(lo, hi)`` of ``index``: ranged variables at their extremes, the others kept."""
+    form = linear(simplify_expr(index, ranged))
+    lo: dict[object, int] = {}
+    hi: dict[object, int] = {}
+
+    def add(target: dict[object, int], atom: object, coef: int) -> None:
+        target[atom] = target.get(atom, 0) + coef
+
+    for atom, coef in form.items():
+        if atom == ONE:
+            add(lo, ONE, coef)
+            add(hi, ONE, coef)
+            continue
+        if not free_vars(atom) & set(ranged):  # fixed: the same at both ends
+            add(lo, atom, coef)
+            add(hi, atom, coef)
+            continue
+        a_lo, a_hi = const_bounds(atom, ranged)
+        if a_lo is None or a_hi is None:
             return None
-        if then is None:
-            return IfThenElse(Not(cond), otherwise)
-        return IfThenElse(cond, then, otherwise)
-    if isinstance(stmt, Allocate | AttrStmt):
-        body = _stmt(stmt.body, ranges)
-        if body is None:
-            return None
-        return (
-            Allocate(stmt.buffer, body)
-            if isinstance(stmt, Allocate)
-            else AttrStmt(stmt.key, stmt.value, body)
-        )
-    return transform(stmt, lambda n: _rewrite(n, ranges) if isinstance(n, Expr) else None)
+        if coef < 0:
+            a_lo, a_hi = a_hi, a_lo
+        add(lo, ONE, coef * a_lo)
+        add(hi, ONE, coef * a_hi)
+    return from_linear(lo), from_linear(hi)
+
+
+def _constant(expr: Expr) -> int | None:
+    expr = simplify_expr(expr)
+    return int(expr.value) if isinstance(expr, Const) else None
+
+
+def covering_region(
+    reads: Sequence[Sequence[Expr]], shape: Sequence[int], ranged: Ranges
+) -> tuple[Interval, ...]:
+    """Per dimension of a tensor of ``shape``, an interval covering every index in ``reads``."""
+    region = []
+    for dim, extent in enumerate(shape):
+        whole = Interval(Const(0, DType.INT32), extent)
+        lo: Expr | None = None
+        hi: Expr | None = None
+        for read in reads:
+            bounds = _symbolic_bounds(read[dim], ranged)
+            if bounds is None:
+                lo = None
+                break
+            if lo is None or hi is None:
+                lo, hi = bounds
+                continue
+            lo_step = _constant(bounds[0] - lo)
+            hi_step = _constant(bounds[1] - hi)
+            if lo_step is None or hi_step is None:
+                lo = None
+                break
+            lo = bounds[0] if lo_step < 0 else lo
+            hi = bounds[1] if hi_step > 0 else hi
+        length = None if lo is None or hi is None else _constant(hi - lo + 1)
+        if lo is None or length is None or length >= extent:
+            region.append(whole)
+        else:
+            region.append(Interval(simplify_expr(lo), max(length, 1)))
+    return tuple(region)
+
+
+def fits(interval: Interval, extent: int, ranges: Mapping[Var, tuple[int, int]]) -> bool:
+    """Whether ``interval`` provably stays inside ``0 .. extent - 1`` for every value of the
+    loop variables in ``ranges``."""
+    lo, hi = const_bounds(simplify_expr(interval.begin, ranges), ranges)
+    return lo is not None and hi is not None and lo >= 0 and hi + interval.extent <= extent
