@@ -10,11 +10,7 @@ quantized one, the bit-exact oracle of the accelerator).
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
-from isa.lazy import lazy_names
+from isa.lazy import keep_names, lazy_names
 
 #: Each public name and the module that defines it (``te`` is the module itself).
 _SOURCES = {
@@ -36,15 +32,5 @@ __all__ = sorted(_SOURCES)
 __getattr__, __dir__ = lazy_names(__name__, _SOURCES, modules=("te",))
 
 
-class _Package(types.ModuleType):
-    """The package: ``lower`` and ``build`` are public functions that share their names with
-    submodules, and importing a submodule binds it as the package's attribute; the functions
-    keep those names (``import compiler.lower`` still works: the module is in sys.modules)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("lower", "build") and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+# ``lower`` and ``build`` are public functions that share their names with submodules
+keep_names(__name__, ("lower", "build"))

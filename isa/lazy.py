@@ -1,14 +1,17 @@
 """Packages whose public names are imported on first use (PEP 562): ``hw`` (so that pricing a
-configuration does not load Amaranth), ``fpga`` (so that its command registers without it) and
+configuration does not load Amaranth), ``fpga`` and ``compiler.tune`` (so that their commands
+register without them), ``runtime`` (so that the command line starts without the devices) and
 ``compiler`` (so that one compiler module does not load the whole compiler and LLVM)."""
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-__all__ = ["lazy_names"]
+__all__ = ["keep_names", "lazy_names"]
 
 
 def lazy_names(
@@ -32,3 +35,19 @@ def lazy_names(
         return sorted(set(vars(importlib.import_module(package))) | set(sources))
 
     return __getattr__, __dir__
+
+
+def keep_names(package: str, names: Collection[str]) -> None:
+    """Let ``package``'s public ``names`` keep what they name (functions) when the submodule of
+    the same name is imported: the import system binds a submodule as its package's attribute,
+    and this package ignores that binding for these names (``import package.name`` still works:
+    the module is in ``sys.modules``)."""
+    kept = frozenset(names)
+
+    class Package(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in kept and isinstance(value, types.ModuleType):
+                return
+            super().__setattr__(name, value)
+
+    sys.modules[package].__class__ = Package

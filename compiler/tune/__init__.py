@@ -10,7 +10,7 @@ trials of the task's space are reported as a ``RecordWarning`` and skipped). Ins
 ``apply_history_best(records)`` templates take the best knobs found (``compile_model`` too).
 """
 
-from isa.lazy import lazy_names
+from isa.lazy import keep_names, lazy_names
 
 #: Each public name and the module that defines it (imported on first use: the command line
 #: registers ``vtaforge tune`` without loading the tuners, the cost model and the templates).
@@ -48,3 +48,5 @@ _SOURCES = {
 __all__ = sorted(_SOURCES)
 
 __getattr__, __dir__ = lazy_names(__name__, _SOURCES)
+# ``features`` is a public function that shares its name with a submodule
+keep_names(__name__, ("features",))
