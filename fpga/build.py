@@ -9,6 +9,7 @@ command would.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -20,12 +21,15 @@ from fpga.signature import BD_MODULE, accelerator_signature, bd_wrapper_verilog
 from fpga.vivado import HDL_DIR, VivadoPlan, project_tcl
 from hw import AXI_TOP_NAME, write_verilog
 from isa import AccelConfig
+from runtime.progress import Stage
 
 __all__ = ["BUILD_SCRIPT", "VivadoProject", "run_vivado", "write_vivado_project"]
 
 #: The script's file name in the project directory.
 BUILD_SCRIPT = "build.tcl"
 _LOG = "vivado.log"
+#: How the build script's own errors begin (:func:`fpga.vivado.project_tcl`).
+_OUR_ERROR = "vtaforge: error: "
 
 
 @dataclass(frozen=True)
@@ -65,15 +69,39 @@ def write_vivado_project(
     return VivadoProject(directory, plan)
 
 
-def run_vivado(project: VivadoProject) -> bool:
+def run_vivado(project: VivadoProject, *, stage: Stage | None = None) -> bool:
     """Run Vivado on ``project`` if ``vivado`` is on ``PATH`` (True once the overlay files
-    exist); False, running nothing, where it is not. FpgaError if the run fails."""
+    exist), inside ``stage(what)``, its output kept in the project's ``vivado.log`` only; False,
+    running nothing, where it is not. FpgaError if the run fails, with the error Vivado's log
+    ends with (the build script's own messages: missing board files, timing not met)."""
     if shutil.which(project.command[0]) is None:
         return False
-    done = subprocess.run(project.command, cwd=project.directory, check=False)
+    log = project.directory / _LOG
+    what = f"vivado: synthesis, implementation and bitstream (log {log})"
+    with contextlib.nullcontext() if stage is None else stage(what):
+        done = subprocess.run(
+            project.command,
+            cwd=project.directory,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
     if done.returncode or not project.bitstream.exists():
         raise FpgaError(
             f"vivado exited with status {done.returncode} without writing "
-            f"{project.bitstream}: see {project.directory / _LOG}"
+            f"{project.bitstream}{_last_error(log)}: see {log}"
         )
     return True
+
+
+def _last_error(log: Path) -> str:
+    """The error that stopped the run in Vivado's ``log``: the build script's own
+    (``vtaforge: error: ...``: missing board files, a failed run, timing not met; the first
+    mention, as the Tcl trace after it quotes the script's unsubstituted line), else Vivado's
+    last ``ERROR:``; or nothing."""
+    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+    ours = [line[line.index(_OUR_ERROR) :] for line in lines if _OUR_ERROR in line]
+    if ours:
+        return f": {ours[0].strip()}"
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return f": {errors[-1].strip()}" if errors else ""

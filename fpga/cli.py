@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     command = shlex.join(project.command)
     if not args.run:
         print(f"build it with: cd {shlex.quote(str(args.output))} && {command}")
-    elif run_vivado(project):
+    elif run_vivado(project, stage=elapsed_progress):
         print(f"wrote {project.bitstream} and {project.hardware_handoff}")
     else:
         print(
@@ -81,8 +81,7 @@ def _build_ecp5(chosen: Board, cfg: AccelConfig, args: argparse.Namespace) -> in
 
     if args.port is not None:
         raise FpgaError(f"--port names a Zynq PS port; board {chosen.name} has no PS")
-    with elapsed_progress(f"yosys, nextpnr-ecp5 and ecppack on {cfg.fingerprint}"):
-        result = build_ecp5(chosen, cfg, args.output)
+    result = build_ecp5(chosen, cfg, args.output, stage=elapsed_progress)
     steps = ", ".join(f"{tool} {format_elapsed(s)}" for tool, s in result.seconds.items())
     verdict = "meets" if result.fmax_mhz >= result.target_mhz else "misses"
     print(f"{result.bitstream}: {chosen.title} ({chosen.part}), {cfg.fingerprint}")

@@ -16,6 +16,7 @@ programs.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,12 +29,15 @@ from hw.export import HARNESS_NAME, harness_verilog_text
 from hw.flow import pack_bitstream, place_and_route, require_tools, slowest_clock, synthesize
 from hw.parts import part
 from isa import AccelConfig
+from runtime.progress import Stage
 
-__all__ = ["HARNESS_PORTS", "Ecp5Build", "build_ecp5", "constraints"]
+__all__ = ["HARNESS_PORTS", "STEP_LOGS", "Ecp5Build", "build_ecp5", "constraints"]
 
 #: The harness's ports, each on a pin of the board (:func:`constraints`).
 HARNESS_PORTS = ("clk", "rst", "stimulus", "led")
 _T = TypeVar("_T")
+#: Each step's log file in the build directory (the export writes none).
+STEP_LOGS = {"yosys": "yosys.log", "nextpnr": "nextpnr.log"}
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,14 @@ def constraints(device: Ecp5Device, clock_mhz: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
-    """Synthesize, place and route ``cfg``'s accelerator for ``board`` (an ECP5 board) in
-    ``directory`` and pack its bitstream; FpgaError for a board that is not an ECP5 one,
-    :class:`hw.flow.SynthesisError` if a tool is missing (before anything runs) or fails."""
+def build_ecp5(
+    board: Board, cfg: AccelConfig, directory: Path, *, stage: Stage | None = None
+) -> Ecp5Build:
+    """Export, synthesize, place and route ``cfg``'s accelerator for ``board`` (an ECP5 board)
+    in ``directory`` and pack its bitstream, each step inside ``stage(what)`` (its name, and
+    the log it keeps in ``directory``: :data:`STEP_LOGS`); FpgaError for a board that is not an
+    ECP5 one, :class:`hw.flow.SynthesisError` if a tool is missing (before anything runs) or
+    fails."""
     device = board.ecp5
     if device is None:
         raise FpgaError(f"board {board.name} is not an ECP5 board: build it with Vivado")
@@ -87,17 +95,27 @@ def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
     name = f"vtaforge_{cfg.fingerprint}"
     textcfg, bitstream, lpf = f"{name}.config", f"{name}.bit", "board.lpf"
     (directory / lpf).write_text(constraints(device, cfg.clock_mhz))
-    text = harness_verilog_text(cfg, axi=True, part=target)
     seconds: dict[str, float] = {}
-    _timed(seconds, "yosys", lambda: synthesize(text, HARNESS_NAME, target, directory))
-    report = _timed(
-        seconds,
+
+    def step(tool: str, run: Callable[[], _T]) -> _T:
+        """``run()`` as the step ``tool``, reported by ``stage`` and timed in ``seconds``."""
+        log = STEP_LOGS.get(tool)
+        what = f"{tool} ({cfg.fingerprint}" + (f", log {directory / log})" if log else ")")
+        with contextlib.nullcontext() if stage is None else stage(what):
+            started = time.perf_counter()
+            result = run()
+            seconds[tool] = time.perf_counter() - started
+        return result
+
+    text = step("export", lambda: harness_verilog_text(cfg, axi=True, part=target))
+    step("yosys", lambda: synthesize(text, HARNESS_NAME, target, directory))
+    report = step(
         "nextpnr",
         lambda: place_and_route(
             directory, target, clock_mhz=cfg.clock_mhz, constraints=lpf, textcfg=textcfg
         ),
     )
-    _timed(seconds, "ecppack", lambda: pack_bitstream(directory, textcfg, bitstream))
+    step("ecppack", lambda: pack_bitstream(directory, textcfg, bitstream))
     fmax, constraint = slowest_clock(report)
     return Ecp5Build(
         bitstream=directory / bitstream,
@@ -109,11 +127,3 @@ def build_ecp5(board: Board, cfg: AccelConfig, directory: Path) -> Ecp5Build:
         },
         seconds=seconds,
     )
-
-
-def _timed(seconds: dict[str, float], step: str, run: Callable[[], _T]) -> _T:
-    """``run()``, its wall time recorded in ``seconds[step]``."""
-    started = time.perf_counter()
-    result = run()
-    seconds[step] = time.perf_counter() - started
-    return result

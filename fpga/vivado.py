@@ -1,6 +1,9 @@
 """The Vivado build plan of a Zynq board: one TCL script that creates the project and its block
 design, runs synthesis, implementation and ``write_bitstream``, and exports the ``.bit``/``.hwh``
-pair a PYNQ overlay loads.
+pair a PYNQ overlay loads. The script stops with a message saying what to do where the board's
+files are not installed (the PS would silently keep defaults that do not match the board), and
+where the implemented design misses its clock (worst setup or hold slack below zero, read from
+the routed design), before any overlay file is written.
 
 The block design (as FINN's and hls4ml's PYNQ flows build theirs, with VTA's choices where they
 differ): the Zynq PS with the board preset applied, its fabric clock set to the configuration's
@@ -26,10 +29,12 @@ from fpga.signature import BD_MODULE, CLOCK, IRQ, MASTER, RESET, SLAVE, Accelera
 from hw import AXI_TOP_NAME
 from isa import CONTROL_ADDR_BITS, AccelConfig
 
-__all__ = ["CELLS", "HDL_DIR", "OVERLAY_DIR", "VivadoPlan", "project_tcl"]
+__all__ = ["CELLS", "HDL_DIR", "OVERLAY_DIR", "TIMING_REPORT", "VivadoPlan", "project_tcl"]
 
 #: Folders of the project directory: the Verilog sources, and the overlay files it exports.
 HDL_DIR, OVERLAY_DIR = "hdl", "overlay"
+#: The implemented design's timing summary, in the project directory.
+TIMING_REPORT = "timing_summary.rpt"
 #: The block design's cells by role (the board driver finds the accelerator by its module).
 CELLS = {
     "ps": "ps",
@@ -120,11 +125,13 @@ def project_tcl(plan: VivadoPlan) -> str:
         "",
         "# ---- project",
         "create_project $name [file join $here project] -part $part -force",
-        "if {$board_part ne {} && [llength [get_board_parts -quiet $board_part]]} {",
+        "if {$board_part ne {}} {",
+        "    if {![llength [get_board_parts -quiet $board_part]]} {",
+        '        error "vtaforge: error: the board files of $board_part are not installed in this '
+        "Vivado (the PS's preset, pins and DDR settings come from them): install them "
+        '(Vivado Store, Boards tab, or into XILINX_BOARD_REPO_PATH) and run the build again"',
+        "    }",
         "    set_property board_part $board_part [current_project]",
-        "} else {",
-        '    puts "vtaforge: board files for $board_part are not installed: the PS keeps its '
-        'defaults"',
         "}",
         "add_files -norecurse [list "
         + " ".join(f"[file join $here {path}]" for path in plan.sources)
@@ -188,6 +195,18 @@ def project_tcl(plan: VivadoPlan) -> str:
         *_run("synth_1", ""),
         *_run("impl_1", " -to_step write_bitstream"),
         "",
+        "# ---- timing: no overlay from a design that misses its clock",
+        "open_run impl_1",
+        f"report_timing_summary -max_paths 10 -file [file join $here {TIMING_REPORT}]",
+        "set wns [get_property STATS.WNS [get_runs impl_1]]",
+        "set whs [get_property STATS.WHS [get_runs impl_1]]",
+        "if {$wns < 0 || $whs < 0} {",
+        f'    error "vtaforge: error: timing not met at {plan.cfg.clock_mhz:g} MHz: worst negative '
+        f"slack $wns ns (setup), $whs ns (hold); see {TIMING_REPORT} (lower clock_mhz or the "
+        "configuration's sizes)\"",
+        "}",
+        'puts "vtaforge: timing met: worst slack $wns ns (setup), $whs ns (hold)"',
+        "",
         "# ---- the overlay: the bitstream and the hardware handoff, side by side",
         f"file mkdir [file join $here {OVERLAY_DIR}]",
         "file copy -force [file join [get_property DIRECTORY [get_runs impl_1]] "
@@ -224,6 +243,6 @@ def _run(run: str, options: str) -> list[str]:
         f"launch_runs {run}{options} -jobs $jobs",
         f"wait_on_run {run}",
         f'if {{[get_property PROGRESS [get_runs {run}]] ne "100%"}} {{',
-        f'    error "vtaforge: {run} failed: see [get_property DIRECTORY [get_runs {run}]]"',
+        f'    error "vtaforge: error: {run} failed: see [get_property DIRECTORY [get_runs {run}]]"',
         "}",
     ]

@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-__all__ = ["elapsed_progress", "format_elapsed", "progress_bar"]
+__all__ = ["Stage", "elapsed_progress", "format_elapsed", "progress_bar"]
+
+#: What reports a long step while it runs, given what the step is (:func:`elapsed_progress`).
+Stage = Callable[[str], contextlib.AbstractContextManager[object]]
 
 #: Seconds between two progress lines when standard error is not a terminal.
 LINE_INTERVAL = 30.0

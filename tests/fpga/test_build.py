@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 import stat
 
 import pytest
@@ -18,6 +19,7 @@ from fpga import (
     VivadoProject,
     accelerator_signature,
     board,
+    project_tcl,
     run_vivado,
 )
 from fpga.build import BUILD_SCRIPT
@@ -26,6 +28,7 @@ from hw import AXI_TOP_NAME
 from isa import AccelConfig
 from runtime.cli import main
 from tests.fpga.design import module_ports
+from tests.fpga.tcl_stubs import stub_command
 
 TINY = AccelConfig.preset("tiny")
 
@@ -114,6 +117,36 @@ def test_run_invokes_vivado_in_the_project_and_finds_the_overlay(
     project.bitstream.unlink()
     with pytest.raises(FpgaError, match="vivado exited with status 3 without writing .*\\.bit"):
         run_vivado(project)
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        ({"STATS.WNS": "-1.25"}, "timing not met at 100 MHz: worst negative slack -1.25 ns"),
+        ({"get_board_parts": ""}, "the board files of tul.com.tw:pynq-z2:part0:1.0 are not"),
+    ],
+)
+def test_a_failed_build_says_why_and_where_its_log_is(tmp_path, monkeypatch, answers, said):
+    """A stand-in ``vivado`` that sources the real build script against the recording stubs
+    (tests/fpga/tcl_stubs.py), its output in ``vivado.log`` as Vivado's ``-log`` keeps it: the
+    script's own error reaches the user, one stage line reports the run, and no overlay is
+    written."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    project = _planned(board("pynq-z2"), TINY, folder)
+    (folder / BUILD_SCRIPT).write_text(project_tcl(project.plan))
+    command = stub_command(folder / BUILD_SCRIPT, tmp_path, tmp_path / "calls.log", answers)
+    _fake_vivado(tmp_path, f"{shlex.join(command)} > vivado.log 2>&1")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    stages = []
+    with pytest.raises(
+        FpgaError, match=f"status 1 without writing .*\\.bit: vtaforge: error: {said}"
+    ):
+        run_vivado(project, stage=lambda what: stages.append(what) or contextlib.nullcontext())
+    assert stages == [
+        f"vivado: synthesis, implementation and bitstream (log {folder / 'vivado.log'})"
+    ]
+    assert not (folder / "overlay").exists()
 
 
 def test_build_refuses_bad_requests(tmp_path, capsys):

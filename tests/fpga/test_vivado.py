@@ -20,7 +20,7 @@ from fpga import (
 from fpga.signature import BD_MODULE, bd_wrapper_verilog
 from isa import CONTROL_ADDR_BITS, AccelConfig
 from tests.fpga.design import Design, module_ports
-from tests.fpga.tcl_stubs import source
+from tests.fpga.tcl_stubs import TclError, source
 from tests.readme import run_readme_block
 
 #: (board, configuration preset, PS data port or None for the board's default)
@@ -170,6 +170,52 @@ def test_the_flow_validates_builds_the_bitstream_and_exports_the_overlay(built):
     stems = {t.rsplit(".", 1)[0] for t in targets}
     assert len(stems) == 1  # PYNQ finds NAME.hwh next to NAME.bit
     assert copies[0][-2].endswith(f"{plan.name}_wrapper.bit") and copies[1][-2] == "*.hwh"
+    # the routed design's slack is read before any overlay file is written
+    stats = [
+        i for i, c in enumerate(design.calls) if c.name == "get_property" and "STATS" in c.args[0]
+    ]
+    assert design.index("launch_runs", last=True) < design.index("open_run") < min(stats)
+    assert design.index("report_timing_summary") < min(stats)
+    assert max(stats) < design.index("file")
+
+
+def _script(tmp_path, name="pynq-z2", preset="default"):
+    cfg = AccelConfig.preset(preset)
+    plan = VivadoPlan.make(board(name), cfg, accelerator_signature(cfg), None)
+    script = tmp_path / "build.tcl"
+    script.write_text(project_tcl(plan))
+    return script
+
+
+def test_missing_board_files_stop_the_build_before_the_design(tmp_path):
+    """Without the board files the PS would keep defaults that do not match the board (its DDR,
+    its MIO pins): the build stops with what to install, before any block design exists."""
+    with pytest.raises(TclError, match=r"board files of tul.com.tw:pynq-z2:part0:1.0 are not inst"):
+        source(_script(tmp_path), tmp_path, answers={"get_board_parts": ""})
+    script = _script(tmp_path, "pynq-z1")
+    with pytest.raises(TclError, match="install them") as caught:
+        source(script, tmp_path, answers={"get_board_parts": ""})
+    made = {call.name for call in caught.value.calls}
+    assert "create_project" in made and not made & {"create_bd_design", "launch_runs"}
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        ({"STATS.WNS": "-0.731"}, r"-0.731 ns \(setup\), 0.041 ns \(hold\)"),
+        ({"STATS.WHS": "-0.02"}, r"0.512 ns \(setup\), -0.02 ns \(hold\)"),
+    ],
+)
+def test_a_design_that_misses_its_clock_writes_no_overlay(tmp_path, answers, said):
+    """Setup or hold slack below zero on the routed design: an error naming both, and no
+    overlay folder or file (PYNQ would load a bitstream that fails at random)."""
+    with pytest.raises(
+        TclError, match=f"timing not met at 100 MHz: worst negative slack {said}"
+    ) as caught:
+        source(_script(tmp_path), tmp_path, answers=answers)
+    calls = caught.value.calls
+    assert [c.args[0] for c in calls if c.name == "launch_runs"] == ["synth_1", "impl_1"]
+    assert not [c for c in calls if c.name == "file"]  # no overlay folder, no copies
 
 
 def test_the_plan_refuses_what_cannot_be_built():
