@@ -6,7 +6,9 @@ or ``ecp5`` for a Lattice ECP5, which yosys ``synth_ecp5`` maps and nextpnr-ecp5
 routes (``nextpnr`` holds the part's device, package and speed-grade options). ``multiplier``
 is the signed operand widths of one hard multiplier (a DSP slice's, or an ECP5's MULT18X18D): the
 GEMM core packs two products into one only where it holds the packed operand
-(:class:`hw.gemm.GemmCore`).
+(:class:`hw.gemm.GemmCore`). ``master_widths`` is the data widths of the ports through which
+the part's processor serves DRAM to the fabric (empty for a part without one): the accelerator's
+AXI master (``axi_width``) must be one of them.
 """
 
 from __future__ import annotations
@@ -31,13 +33,38 @@ class Part:
     boards: str
     multiplier: tuple[int, int] = (DSP_A_BITS, DSP_B_BITS)
     nextpnr: tuple[str, ...] = ()
+    master_widths: tuple[int, ...] = ()
+
+    def takes_master(self, bits: int) -> bool:
+        """Whether an AXI master ``bits`` wide reaches DRAM on this part: one of the processor's
+        port widths (any width on a part without a processor, whose fabric serves it)."""
+        return not self.master_widths or bits in self.master_widths
 
 
 PARTS: dict[str, Part] = {
     p.name: p
     for p in (
-        Part("xc7z020", "xc7", lut=53_200, ff=106_400, dsp=220, bram36=140, boards="PYNQ-Z1/Z2"),
-        Part("xc7z010", "xc7", lut=17_600, ff=35_200, dsp=80, bram36=60, boards="Zybo Z7-10"),
+        # Zynq-7000: the PS7's HP and ACP ports are 32 or 64 bits wide.
+        Part(
+            "xc7z020",
+            "xc7",
+            lut=53_200,
+            ff=106_400,
+            dsp=220,
+            bram36=140,
+            boards="PYNQ-Z1/Z2",
+            master_widths=(32, 64),
+        ),
+        Part(
+            "xc7z010",
+            "xc7",
+            lut=17_600,
+            ff=35_200,
+            dsp=80,
+            bram36=60,
+            boards="Zybo Z7-10",
+            master_widths=(32, 64),
+        ),
         Part(
             "xczu3eg",
             "xcup",
@@ -47,6 +74,7 @@ PARTS: dict[str, Part] = {
             bram36=216,
             boards="Ultra96",
             multiplier=(27, 18),  # a DSP48E2's
+            master_widths=(32, 64, 128),  # the PS8's HP ports
         ),
         # LFE5U-85F: 83,640 LUT4 and as many flip-flops, 156 18x18 multipliers (MULT18X18D),
         # 208 DP16KD block RAMs of 18 Kb.

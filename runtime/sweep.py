@@ -5,7 +5,9 @@ simulator and priced by the resource model, as one table.
 workload): the configuration's fingerprint and main parameters, the workload's key, its cycles,
 GEMM utilisation, GOPS, DRAM bytes and milliseconds at the clock, and the configuration's
 resources from :func:`hw.cost.resource_model` (and from yosys with ``yosys=True``) with whether
-it fits the xc7z020. ``grid(**lists)`` builds the configurations of a parameter grid.
+it fits the xc7z020 of a PYNQ board: its resources, and its AXI master on the PS's DRAM ports
+(``master_fits``: 32 or 64 bits; a 128-bit master does not fit). ``grid(**lists)`` builds the
+configurations of a parameter grid.
 
 A workload is any picklable object with a ``key`` (a string naming it in the table and the cache)
 and a ``build(cfg)`` method returning an :class:`isa.Program` (run once on the ``sim`` device
@@ -287,9 +289,10 @@ def sweep(
 
     Columns: ``fingerprint``, the :data:`PARAMETERS`, ``workload`` (its key), the
     :data:`MEASURES` (``error`` holds why a row has NaNs; missing, ``pandas.isna``, where
-    none), the resource model's ``lut``, ``ff``,
-    ``dsp``, ``bram36`` and ``fits`` (on the xc7z020) and, with ``yosys``, the synthesized
-    ``yosys_lut`` ... ``yosys_fits`` and ``yosys_error`` (cached by fingerprint in
+    none), the resource model's ``lut``, ``ff``, ``dsp`` and ``bram36`` on the xc7z020,
+    ``master_fits`` (its AXI master on the PS's ports: :meth:`hw.parts.Part.takes_master`) and
+    ``fits`` (both) and, with ``yosys``, the synthesized ``yosys_lut`` ... ``yosys_fits`` (its
+    resources and the master) and ``yosys_error`` (cached by fingerprint in
     ``cache/estimates``; minutes per configuration).
 
     ``cache``: the directory of cached measurements (None: no cache); ``processes``: worker
@@ -299,6 +302,7 @@ def sweep(
     import pandas
 
     from hw.cost import resource_model
+    from hw.parts import part
 
     configs, workloads = list(configs), list(workloads)
     _check(configs, workloads)
@@ -341,10 +345,13 @@ def sweep(
         row["workload"] = workload.key
         measured = results[index]
         row |= {name: measured[name] for name in MEASURES if name != "error"}
-        row |= {name: getattr(model, name) for name in _RESOURCES} | {"fits": model.fits}
+        master_fits = part(_PART).takes_master(cfg.axi_width)
+        row |= {name: getattr(model, name) for name in _RESOURCES}
+        row |= {"master_fits": master_fits, "fits": model.fits and master_fits}
         if yosys:
             found = synthesized[cfg.fingerprint] or {}
-            row |= {f"yosys_{n}": found.get(n, math.nan) for n in (*_RESOURCES, "fits")}
+            row |= {f"yosys_{n}": found.get(n, math.nan) for n in _RESOURCES}
+            row["yosys_fits"] = found.get("fits", math.nan) if master_fits else False
             row["yosys_error"] = found.get("error")
         row["error"] = measured["error"]
         rows.append(row)

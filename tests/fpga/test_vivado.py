@@ -240,3 +240,15 @@ def test_the_readme_example(tmp_path, monkeypatch):
         == f"{ps.data_ports[0].name} {ps.control_base:#x} overlay/vtaforge_{cfg.fingerprint}.bit"
     )
     assert int(printed[1].split()[0]) > 50
+
+
+def test_each_zynq_boards_ports_are_its_parts_master_widths():
+    """The sweep prices a configuration's AXI master against the part's processor ports
+    (hw.parts.Part.master_widths); the Vivado plan checks it against the board's PS port. Both
+    must say the same of every Zynq board."""
+    from hw.parts import part
+
+    for entry in BOARDS.values():
+        if entry.ps is not None:
+            widths = {w for port in entry.ps.data_ports for w in port.widths}
+            assert widths == set(part(entry.resource_part).master_widths), entry.name

@@ -84,7 +84,10 @@ def test_a_2x2_sweep_has_one_row_per_pair_with_the_direct_cycles(tmp_path):
         assert row["axi_width"] == cfg.axi_width and row["alu_mul"]
         model = resource_model(cfg)
         assert (row["lut"], row["dsp"], row["bram36"]) == (model.lut, model.dsp, model.bram36)
-        assert row["fits"] == model.fits
+        # a 128-bit master does not fit the PS7's 64-bit DRAM ports, whatever its resources
+        assert row["master_fits"] == (cfg.axi_width <= 64)
+        assert row["fits"] == (model.fits and cfg.axi_width <= 64)
+    assert table[table["fingerprint"] == TINY_BUS128.fingerprint]["fits"].eq(False).all()
 
 
 def test_a_second_sweep_reads_the_cache_and_builds_nothing(tmp_path):
