@@ -14,9 +14,11 @@ from isa.lazy import lazy_names
 
 #: Each public name and the module that defines it.
 _SOURCES = {
-    "BOARDS": "fpga.boards",
     "AcceleratorSignature": "fpga.signature",
+    "BOARDS": "fpga.boards",
+    "BOARD_PYTHON": "fpga.package",
     "Board": "fpga.boards",
+    "Bundle": "fpga.package",
     "Ecp5Build": "fpga.ecp5",
     "Ecp5Device": "fpga.boards",
     "Family": "fpga.boards",
@@ -31,6 +33,7 @@ _SOURCES = {
     "build_ecp5": "fpga.ecp5",
     "project_tcl": "fpga.vivado",
     "run_vivado": "fpga.build",
+    "write_bundle": "fpga.package",
     "write_vivado_project": "fpga.build",
 }
 

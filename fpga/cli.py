@@ -5,6 +5,8 @@
 writes a Zynq board's Vivado project into ``DIR``, and with ``--run`` builds it when ``vivado``
 is on ``PATH`` (otherwise it prints the command that would, and exits 0); for an ECP5 board it
 runs the open toolchain into ``DIR`` (:mod:`fpga.ecp5`) and prints Fmax and the cells used.
+``vtaforge fpga package --board B MODEL.vtaf [--bitstream DIR] -o DIR`` writes what goes on the
+board to run a compiled model (:mod:`fpga.package`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     build.add_argument(
         "--run", action="store_true", help="run Vivado from PATH (an ECP5 build always runs)"
     )
+    package = sub.add_parser("package", help="a compiled model and its runtime for a board")
+    package.add_argument("model", type=Path, metavar="MODEL.vtaf")
+    package.add_argument("--board", required=True, choices=sorted(BOARDS))
+    package.add_argument(
+        "--bitstream", type=Path, metavar="DIR", help="the overlay `vtaforge fpga build` exported"
+    )
+    package.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -50,8 +59,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{name:<12} {entry.title:<26} {entry.part:<20} {flow}")
         return 0
     chosen = board(args.board)
-    cfg = AccelConfig.resolve(args.config)
     check_output_dir(args.output, "-o")
+    if args.action == "package":
+        return _package(chosen, args)
+    cfg = AccelConfig.resolve(args.config)
     if chosen.family is Family.ECP5:
         return _build_ecp5(chosen, cfg, args)
     from fpga.build import run_vivado, write_vivado_project  # Amaranth: only when building
@@ -73,6 +84,17 @@ def _run(args: argparse.Namespace) -> int:
             "vivado is not on PATH: nothing was built. On a machine with Vivado, run:\n"
             f"  cd {shlex.quote(str(args.output.resolve()))} && {command}"
         )
+    return 0
+
+
+def _package(chosen: Board, args: argparse.Namespace) -> int:
+    from fpga.package import BOARD_PYTHON, write_bundle
+
+    bundle = write_bundle(chosen, args.model, args.output, bitstream_dir=args.bitstream)
+    overlay = f", overlay {bundle.bitstream.name}" if bundle.bitstream else ", no overlay"
+    python = ".".join(map(str, BOARD_PYTHON))
+    print(f"{bundle.directory}: {bundle.model.name}{overlay}, runtime for Python >= {python}")
+    print(f"on the board: sudo python3 {bundle.script.name} --input X.npy -o OUT.npz (README.md)")
     return 0
 
 

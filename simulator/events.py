@@ -11,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 from isa import AluOp, MemId, Stage, Token
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; the board runs 3.10 (isa.compat)
 
 __all__ = [
     "AluEvent",

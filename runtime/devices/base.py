@@ -12,11 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
 from isa import AccelConfig, FinishInsn, Program, VtaforgeError, check_config
+from isa.compat import StrEnum
 from simulator import Counters
 from simulator.arguments import config_problem, dram_problem, program_problem
 

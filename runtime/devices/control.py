@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from enum import StrEnum
 
 from isa import (
     INSN_BYTES,
@@ -33,6 +32,7 @@ from isa import (
     Register,
     Status,
 )
+from isa.compat import StrEnum
 from runtime.devices.base import DeviceError
 
 __all__ = ["Completion", "ControlError", "Controller", "Finished", "RegisterBus"]

@@ -21,11 +21,11 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, ClassVar
 
 import numpy as np
 
+from isa.compat import StrEnum
 from isa.errors import VtaforgeError
 
 try:  # the narrow dtypes are ml_dtypes' numpy types; importing it registers their names
