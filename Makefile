@@ -46,7 +46,7 @@ setup: system-deps $(STAMP) $(NATIVE)
 
 demo: setup
 	$(VENV)/bin/vtaforge demo
-	$(PY) -m compiler.model.demo
+	$(PY) -m compiler.model.demo_resnet
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -8,7 +8,7 @@ response, roughly a Zynq HP port at 100 MHz). Per layer it also measures one vir
 (no latency hiding), and the best of a small knob sweep (the default's neighbours and a seeded
 sample of the valid space) under the ideal memory, and the compile time (default knobs).
 
-Peers in the same run: the hand-built C2 kernel (``runtime.kernels``; the compiled layer must
+Peers in the same run: the hand-built C2 kernel (``runtime.programs``; the compiled layer must
 not be slower) and VTA's published 7,729,601 tsim cycles for the whole ResNet-18, against which
 the layers are summed as they occur in the network (C2 x4, C6/C9/C12 x3, the others once; C3 is
 not a layer of ResNet-18). Cycle counts do not depend on the host; compile times do (the CPU is
@@ -28,12 +28,12 @@ import numpy as np
 from _harness import cpu_name, report
 
 from compiler.accel import Env
-from compiler.accel.ops import RESNET18_LAYERS, VTA_RESNET18_CYCLES, ConvLayer
+from compiler.accel.templates import RESNET18_LAYERS, VTA_RESNET18_CYCLES, ConvLayer
 from compiler.workloads import compile_conv_layer, conv_layer_space
 from isa import AccelConfig, TimingConfig
 from runtime import open_device
 from runtime.devices import AXI_RAM_TIMING
-from runtime.kernels import RESNET18_C2, conv2d_program
+from runtime.programs import RESNET18_C2, conv2d_program
 
 DDR_TIMING = TimingConfig(read_latency=20, write_response_latency=20)
 

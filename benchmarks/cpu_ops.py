@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from compiler import build, te
 from compiler.codegen import Target
-from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block
+from compiler.templates import CONV2D_NCHWC, MATMUL, nchwc_block
 
 THREADS = (1, 2)
 #: An AVX2 variant of an AVX-512 host (AVX-512F off, and with it every extension built on it).

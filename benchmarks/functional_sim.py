@@ -13,7 +13,7 @@ import numpy as np
 from _harness import best_of, report
 
 from isa import AccelConfig
-from runtime.kernels import RESNET18_C2
+from runtime.programs import RESNET18_C2
 from simulator import FunctionalSimulator
 from tests.conformance.conv_cases import build_conv2d
 

@@ -18,7 +18,7 @@ import torch
 from _harness import report
 
 from compiler import build, te
-from compiler.ops.gpu import GPU_CONV2D_NCHW, GPU_MATMUL
+from compiler.templates.gpu import GPU_CONV2D_NCHW, GPU_MATMUL
 from runtime.devices import CudaDevice, DeviceError
 
 REPEAT = 20

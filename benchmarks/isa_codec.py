@@ -13,7 +13,7 @@ import random
 from _harness import best_of, report
 
 from isa import AccelConfig, GemmInsn, Program, assemble, decode, disassemble, encode
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 
 N = 2000
 

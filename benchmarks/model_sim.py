@@ -23,7 +23,7 @@ import onnxruntime as ort
 import torch
 from _harness import cpu_name, report
 
-from compiler.accel.ops import VTA_RESNET18_CYCLES
+from compiler.accel.templates import VTA_RESNET18_CYCLES
 from compiler.model import compile_model
 from compiler.zoo import onnx_bytes
 from compiler.zoo.resnet import resnet18

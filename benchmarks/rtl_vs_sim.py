@@ -29,7 +29,7 @@ from _harness import ROOT, report
 from isa import AccelConfig, Program
 from runtime import DeviceKind, open_device
 from runtime.devices import AXI_RAM_TIMING
-from runtime.kernels import RESNET18_C2
+from runtime.programs import RESNET18_C2
 from simulator import clear_memos
 from tests.conformance.cases import CASES
 from tests.conformance.common import Size

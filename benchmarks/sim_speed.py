@@ -52,7 +52,7 @@ from _scalesim import ConvLayer, PeerRun, peer
 from compiler.workloads import resnet18_layers
 from hw import MemoryTiming, simulate
 from isa import AccelConfig, TimingConfig
-from runtime.kernels import KERNEL, RESNET18_C2
+from runtime.programs import KERNEL, RESNET18_C2
 from simulator import (
     CycleSimulator,
     FunctionalSimulator,

@@ -21,7 +21,7 @@ from pathlib import Path
 import _harness  # noqa: F401  (puts the repository on sys.path)
 from _harness import cpu_name, report
 
-from compiler.accel.ops import ConvLayer
+from compiler.accel.templates import ConvLayer
 from compiler.workloads import ConvWorkload, ModelWorkload
 from runtime.sweep import grid, sweep
 

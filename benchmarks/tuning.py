@@ -52,9 +52,9 @@ from threadpoolctl import threadpool_limits
 
 from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.ops import RESNET18_LAYERS, ConvLayer
+from compiler.accel.templates import RESNET18_LAYERS, ConvLayer
 from compiler.codegen import Target
-from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block
+from compiler.templates import CONV2D_NCHWC, MATMUL, nchwc_block
 from compiler.tune import (
     MeasureOptions,
     RandomTuner,

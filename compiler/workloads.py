@@ -3,9 +3,10 @@
 A workload has a ``key`` (its name in a sweep's table and cache) and ``build(cfg)``, which
 compiles it for one configuration and returns what the sweep runs:
 
-- :class:`ConvWorkload`: one convolution layer (a :class:`~compiler.accel.ops.ConvLayer`, e.g.
-  of :data:`~compiler.accel.ops.RESNET18_LAYERS`) compiled by the CONV2D template with its default
-  knobs for the configuration, bound to seeded random packed data: an :class:`isa.Program`.
+- :class:`ConvWorkload`: one convolution layer (a :class:`~compiler.accel.templates.ConvLayer`,
+  e.g. of :data:`~compiler.accel.templates.RESNET18_LAYERS`) compiled by the CONV2D template with
+  its default knobs for the configuration, bound to seeded random packed data: an
+  :class:`isa.Program`.
   :func:`resnet18_layers` gives ResNet-18's C2..C12.
 - :class:`ModelWorkload`: a small whole model (:data:`MODELS`) compiled by
   :func:`compiler.compile_model`: a :class:`runtime.model.ModelImage`.
@@ -25,13 +26,13 @@ import numpy as np
 
 from compiler.accel.env import Env
 from compiler.accel.function import AccelFunction
-from compiler.accel.ops import CONV2D, RESNET18_LAYERS, ConvLayer
+from compiler.accel.templates import CONV2D, RESNET18_LAYERS, ConvLayer
 from compiler.build import build
 from compiler.errors import CompileError
 from compiler.graph import AxisAttrs, ConvAttrs, GemmAttrs, Graph, GraphBuilder, Op
 from compiler.model import compile_model
-from compiler.ops.knobs import KnobSpace
 from compiler.te import Tensor, placeholder
+from compiler.templates.knobs import KnobSpace
 from isa import AccelConfig, Program
 from runtime.model import ModelImage
 

@@ -1,6 +1,6 @@
 """Write the example programs as runnable binaries (build outputs, never committed).
 
-For every preset, the demo's GEMM program (:func:`runtime.demo.demo_gemm_program`: inputs and
+For every preset, the demo's GEMM program (:func:`runtime.demo_gemm.demo_gemm_program`: inputs and
 weights as DRAM segments, the output as a region) as ``demo_gemm_<preset>.bin`` and its assembly
 ``demo_gemm_<preset>.s``; and every hand-written ``examples/*.s``, assembled, as ``<name>.bin``.
 
@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from isa import AccelConfig, assemble, disassemble
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 
 __all__ = ["EXAMPLES", "make_examples"]
 

@@ -1,7 +1,7 @@
-"""Integer expressions evaluated at compile time, when the code generator walks the loops.
+"""Integer expressions evaluated at compile time, when the emitter walks the loops.
 
 The accelerator's program is static: every loop around a transfer or a kernel is run by the
-code generator, which needs each expression's value for many loop counters. ``compile_expr``
+emitter, which needs each expression's value for many loop counters. ``compile_expr``
 turns an expression into a Python closure once; linear ones (almost all row indices) into a
 weighted sum.
 """

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from compiler.accel.codegen import Generated, generate
+from compiler.accel.emit import Generated, generate
 from compiler.accel.lower import lower_accel
 from compiler.accel.stream import format_stream
 from compiler.errors import CompileError

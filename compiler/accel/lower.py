@@ -1,4 +1,4 @@
-"""Lowering for the accelerator: one named pass list, then code generation.
+"""Lowering for the accelerator: one named pass list, then emission.
 
 :func:`accel_pipeline` lists the passes for a configuration, in the order they run, each a pure
 function from a lowered function to a lowered function (printable between any two):
@@ -12,7 +12,7 @@ function from a lowered function to a lowered function (printable between any tw
 7. ``fold_uop_loops``: nests of compute steps become micro-op kernels with hardware loops;
 8. ``simplify``.
 
-Code generation (:mod:`compiler.accel.codegen`) then runs the loops, inserts the dependency
+The emitter (:mod:`compiler.accel.emit`) then runs the loops, inserts the dependency
 tokens that order every reuse of an SRAM row (the second half of latency hiding), places the
 kernels in the micro-op buffer and writes the :class:`isa.Program`.
 """
@@ -21,11 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compiler.accel.alu import lower_alu, share_acc_storage
-from compiler.accel.dma import inject_dma
-from compiler.accel.gemm import tensorize_gemm
-from compiler.accel.uops import fold_uop_loops
-from compiler.accel.vthread import inject_virtual_thread
+from compiler.accel.passes import (
+    fold_uop_loops,
+    inject_dma,
+    inject_virtual_thread,
+    lower_alu,
+    share_acc_storage,
+    tensorize_gemm,
+)
 from compiler.loop_ir import LoweredFunc
 from compiler.lower import schedule_to_ir
 from compiler.passes.simplify import simplify

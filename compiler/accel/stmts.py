@@ -4,8 +4,8 @@ Each replaces a loop nest of plain stores: :class:`Dma` a copy between DRAM and 
 (one 2-D LOAD or STORE), :class:`ComputeStep` one micro-op's worth of GEMM or ALU work on whole
 SRAM rows, and :class:`UopKernel` a loop nest of compute steps folded into one GEMM or ALU
 instruction (micro-ops plus the two hardware loops). Rows are :class:`SramRow`: a buffer and a
-row index relative to its start, so that virtual threads can replicate buffers and the code
-generator can place them. Every field that may depend on a loop variable is an expression,
+row index relative to its start, so that virtual threads can replicate buffers and the emitter
+can place them. Every field that may depend on a loop variable is an expression,
 listed in ``children`` so the generic traversals (``substitute``, ``simplify``) reach it.
 """
 

@@ -1,9 +1,9 @@
 """The instruction stream: the accelerator operations a lowered function runs, in program order.
 
-The code generator walks the lowered function's loops and produces one record per transfer and
-per micro-op kernel run (:class:`Transfer`, :class:`KernelRun`), each knowing the module that
-runs it and the SRAM rows it reads and writes. :func:`insert_tokens` (in
-:mod:`compiler.accel.tokens`) orders them; :func:`emit` writes them through the
+The emitter (:mod:`compiler.accel.emit`) walks the lowered function's loops and produces one
+record per transfer and per micro-op kernel run (:class:`Transfer`, :class:`KernelRun`), each
+knowing the module that runs it and the SRAM rows it reads and writes. :func:`insert_tokens` (in
+:mod:`compiler.accel.passes.tokens`) orders them; :func:`emit` writes them through the
 :class:`isa.ProgramBuilder`.
 """
 

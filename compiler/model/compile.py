@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.accel.codegen import generate
+from compiler.accel.emit import generate
 from compiler.accel.env import Env
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model

@@ -1,7 +1,7 @@
 """Grouped and depthwise convolutions by channel block, so the GEMM core can run them.
 
 A grouped ``QConv`` of more groups than the accelerator runs densely at once
-(:data:`~compiler.model.accel_ops.MAX_DENSE_GROUPS`) over more than one channel block becomes
+(:data:`~compiler.model.accel_lowering.MAX_DENSE_GROUPS`) over more than one channel block becomes
 one piece per span of whole groups and whole blocks: the configuration's channel block ``B``
 where a group is narrower (``B / g`` groups of ``g`` input channels, a depthwise convolution's
 ``B`` groups of one), else one group. Each piece reads its input channels through a ``Slice``
@@ -24,7 +24,7 @@ import numpy as np
 
 from compiler.accel.env import Env
 from compiler.graph.ir import AxisAttrs, Graph, GraphBuilder, Node, Op, copy_into
-from compiler.model.accel_ops import MAX_DENSE_GROUPS
+from compiler.model.accel_lowering import MAX_DENSE_GROUPS
 from runtime.opset.indexing import SliceAttrs
 
 __all__ = ["split_grouped"]

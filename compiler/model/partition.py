@@ -1,7 +1,7 @@
 """Partitioning a quantized graph between the accelerator and the CPU.
 
 A node runs on the accelerator when an accelerator template computes it exactly and compiles
-for the configuration, buffers included (:func:`compiler.model.accel_ops.accel_op` decides, by
+for the configuration, buffers included (:func:`compiler.model.accel_lowering.accel_op` decides, by
 checking the template's registered conditions and then declaring and lowering it, and says why
 not); an int8 ``Flatten``/``Reshape`` of an ``(N, C, 1, 1)`` value the accelerator produced is
 a view there (same bytes in the blocked layout), and so is an int8 channel ``Concat`` whose
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from compiler.accel.env import Env
 from compiler.errors import CompileError
 from compiler.graph.ir import Graph, Node, Op, node_names
-from compiler.model.accel_ops import (
+from compiler.model.accel_lowering import (
     ACCEL_TEMPLATES,
     COMMON,
     AccelOp,

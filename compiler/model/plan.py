@@ -23,7 +23,7 @@ import numpy as np
 
 from compiler.accel.env import Env
 from compiler.graph.ir import Graph, Node, Op
-from compiler.model.accel_ops import AccelOp, packed_shape
+from compiler.model.accel_lowering import AccelOp, packed_shape
 from compiler.model.partition import ACCEL, VIEW, Partition
 from runtime.model import TensorSlot
 from runtime.model.image import alignment

@@ -19,7 +19,7 @@ from compiler.frontend.onnx import from_onnx  # noqa: F401  (registers the conve
 from compiler.frontend.onnx_node import CONVERTERS as ONNX_CONVERTERS
 from compiler.graph.ir import Op
 from compiler.graph.passes.quantize import PASS_THROUGH, QUANTIZE_RULES
-from compiler.model.accel_ops import ACCEL_TEMPLATES
+from compiler.model.accel_lowering import ACCEL_TEMPLATES
 from compiler.model.cpu_kernels import LIBRARY_OPS
 from runtime.opset import OPERATORS, Origin
 

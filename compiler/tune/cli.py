@@ -80,8 +80,8 @@ def op_task(op: str, shape: str | None, target: str, cfg: AccelConfig) -> Task:
     TuneError for extents that are not positive or a kernel that does not fit the input."""
     from compiler import te
     from compiler.accel.env import Env
-    from compiler.accel.ops import ConvLayer
-    from compiler.ops import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
+    from compiler.accel.templates import ConvLayer
+    from compiler.templates import CONV2D_NCHWC, MATMUL, nchwc_block, out_size
     from compiler.tune.task import Task, check_positive, check_window, conv_layer_task
 
     values = _ints(shape, op)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from compiler.ops.knobs import Template, choosing
 from compiler.te import Tensor
+from compiler.templates.knobs import Template, choosing
 from compiler.tune.errors import RecordWarning, TuneError
 from compiler.tune.measure import ERRORS, Result
 from compiler.tune.space import Space

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from compiler.accel.ops import CONV2D as ACCEL_CONV2D
-from compiler.ops import CONV2D_NCHW, CONV2D_NCHWC, MATMUL
-from compiler.ops.knobs import Template
+from compiler.accel.templates import CONV2D as ACCEL_CONV2D
+from compiler.templates import CONV2D_NCHW, CONV2D_NCHWC, MATMUL
+from compiler.templates.knobs import Template
 from runtime.opset import pack, unpack
 from runtime.opset.linear import Conv
 from runtime.opset.windows import conv_windows

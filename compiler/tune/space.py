@@ -1,11 +1,11 @@
 """A task's search space: its knob configurations numbered, checked and described.
 
-:class:`Space` numbers every configuration of the task's :class:`~compiler.ops.knobs.KnobSpace`
-(mixed radix, the first knob most significant) and, on demand, declares one: a candidate that
-the template refuses (:class:`CompileError`: a tile that does not fit a buffer, a thread count
-that does not divide) is invalid and never measured; a valid one has a feature vector of its loop
-IR (:mod:`compiler.tune.features`). Both answers are cached. ``restrict`` narrows some knobs to
-a subset of their choices (a smaller search).
+:class:`Space` numbers every configuration of the task's
+:class:`~compiler.templates.knobs.KnobSpace` (mixed radix, the first knob most significant) and,
+on demand, declares one: a candidate that the template refuses (:class:`CompileError`: a tile
+that does not fit a buffer, a thread count that does not divide) is invalid and never measured;
+a valid one has a feature vector of its loop IR (:mod:`compiler.tune.features`). Both answers
+are cached. ``restrict`` narrows some knobs to a subset of their choices (a smaller search).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 
 from compiler.errors import CompileError
 from compiler.lower import schedule_to_ir
-from compiler.ops.knobs import Knob
 from compiler.passes.simplify import simplify
+from compiler.templates.knobs import Knob
 from compiler.tune.errors import TuneError
 from compiler.tune.features import features
 from compiler.tune.task import Task

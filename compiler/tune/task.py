@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from compiler.accel import ops as accel_ops
+from compiler.accel import templates as accel_templates
 from compiler.accel.env import Env
 from compiler.build import build
-from compiler.ops import CONV2D_NCHW, CONV2D_NCHWC, DEPTHWISE_CONV2D, MATMUL, POOL2D
-from compiler.ops.knobs import Config, KnobSpace, Template
 from compiler.schedule import Schedule
 from compiler.te import Tensor, placeholder
+from compiler.templates import CONV2D_NCHW, CONV2D_NCHWC, DEPTHWISE_CONV2D, MATMUL, POOL2D
+from compiler.templates.knobs import Config, KnobSpace, Template
 from compiler.tune.errors import TuneError
 from compiler.tune.reference import REFERENCES
 from compiler.workloads import CONV_SHIFT, conv_layer_call
@@ -49,11 +49,11 @@ TEMPLATES: dict[str, Template] = {
         CONV2D_NCHWC,
         DEPTHWISE_CONV2D,
         POOL2D,
-        accel_ops.CONV2D,
-        accel_ops.DENSE,
-        accel_ops.ADD,
-        accel_ops.MAX_POOL,
-        accel_ops.GLOBAL_AVG_POOL,
+        accel_templates.CONV2D,
+        accel_templates.DENSE,
+        accel_templates.ADD,
+        accel_templates.MAX_POOL,
+        accel_templates.GLOBAL_AVG_POOL,
     )
 }
 
@@ -229,13 +229,13 @@ def check_window(size: int, kernel: int, stride: int, padding: int, where: str) 
         )
 
 
-def conv_layer_task(layer: accel_ops.ConvLayer, env: Env, shift: int = CONV_SHIFT) -> Task:
+def conv_layer_task(layer: accel_templates.ConvLayer, env: Env, shift: int = CONV_SHIFT) -> Task:
     """The accelerator CONV2D task of ``layer`` (declared as ``compiler.workloads`` compiles
     it: ``>> shift``, ``+ bias``, clip); TuneError for a layer whose window does not fit
     (:func:`check_window`)."""
     check_window(layer.size, layer.kernel, layer.stride, layer.padding, f"layer {layer.name}")
     inputs, params = conv_layer_call(layer, env, shift)
-    return Task.of(accel_ops.CONV2D, *inputs, **params)
+    return Task.of(accel_templates.CONV2D, *inputs, **params)
 
 
 def model_tasks(

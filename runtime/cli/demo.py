@@ -20,7 +20,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runtime.demo import demo_expected_output, demo_gemm_program
+    from runtime.demo_gemm import demo_expected_output, demo_gemm_program
 
     cfg = AccelConfig.resolve(args.config)
     program = demo_gemm_program(cfg)

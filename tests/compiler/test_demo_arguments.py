@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.accel import demo as accel_demo
-from compiler.model import demo as model_demo
+from compiler.accel import demo_layer as accel_demo
+from compiler.model import demo_resnet as model_demo
 
 
 @pytest.mark.parametrize("demo", [accel_demo, model_demo], ids=["accel", "model"])

@@ -15,7 +15,7 @@ import pytest
 from compiler import CompileError, build, te
 from compiler.codegen import Target, codegen
 from compiler.lower import lower
-from compiler.ops import (
+from compiler.templates import (
     CONV2D_NCHW,
     CONV2D_NCHWC,
     DEPTHWISE_CONV2D,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, ScheduleError, build, create_schedule, lower, te
-from compiler import ops as topi
+from compiler import templates as topi
 from compiler.expr import Binary, BinOp, Cast, Compare, Const, DType, TensorRead, Var
 from compiler.loop_ir import ForKind
 from compiler.printer import format_expr

@@ -11,7 +11,7 @@ import pytest
 
 from compiler import CompileError
 from compiler.accel import Env
-from compiler.accel.ops import ConvLayer
+from compiler.accel.templates import ConvLayer
 from compiler.workloads import (
     ConvWorkload,
     ModelWorkload,

@@ -21,7 +21,7 @@ import numpy as np
 
 from isa import AccelConfig, AluOp, DramBuffer, MemId, Program, ProgramBuilder
 from isa import Stage as S
-from runtime.kernels import row_kernel
+from runtime.programs import row_kernel
 
 __all__ = [
     "CONFIGS",

@@ -20,7 +20,7 @@ import numpy as np
 from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw
-from compiler.accel.ops import CONV2D
+from compiler.accel.templates import CONV2D
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
 from isa import AccelConfig, DramBuffer, MemId

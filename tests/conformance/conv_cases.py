@@ -1,4 +1,4 @@
-"""The conv2d cases: :func:`runtime.kernels.conv2d_program` on seeded random data, checked
+"""The conv2d cases: :func:`runtime.programs.conv2d_program` on seeded random data, checked
 against an independent numpy conv2d with the same requantisation,
 ``clip(((x * w) >> shift) + bias, 0, 127)`` as int8 (VTA's ResNet-18 epilogue)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from isa import AccelConfig
-from runtime.kernels import KERNEL, RESNET18_C2, ConvShape, conv2d_program
+from runtime.programs import KERNEL, RESNET18_C2, ConvShape, conv2d_program
 from tests.conformance.common import (
     Built,
     ConformanceCase,

@@ -5,7 +5,7 @@ and 2 virtual threads, each followed by the requantising epilogue ``>> shift``, 
 Matrices are in units of the core's blocks: ``A`` is ``m x k`` INP elements (BATCH x BLOCK_IN),
 ``W`` is ``n x k`` WGT elements (BLOCK_OUT x BLOCK_IN, stored transposed) and ``C = A W^T`` is
 ``m x n`` OUT elements. Output tiles are ``tile_m x tile_n`` elements, reduced ``tile_k`` at a
-time; virtual threads take turns over the tiles (:func:`runtime.kernels.emit_pipeline`).
+time; virtual threads take turns over the tiles (:func:`runtime.programs.emit_pipeline`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from isa import AccelConfig, AluOp, Kernel, Loop, MemId, ProgramBuilder, Uop
-from runtime.kernels import TileSteps, emit_pipeline, row_kernel
+from runtime.programs import TileSteps, emit_pipeline, row_kernel
 from tests.conformance.common import (
     Built,
     ConformanceCase,

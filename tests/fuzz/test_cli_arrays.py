@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.cli import calibration_samples, read_onnx
 from isa import AccelConfig
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from tests.fuzz.test_cli_files import _bytes_mutant, _cli
 
 DIMS = (0, 1, 2, 3, 8, 16, 2**20, 2**31, 2**62)

@@ -26,7 +26,7 @@ from isa import (
     Program,
     Uop,
 )
-from runtime.demo import DEMO_ROWS, DEMO_TILES, demo_gemm_program
+from runtime.demo_gemm import DEMO_ROWS, DEMO_TILES, demo_gemm_program
 from tests.hw.util import alu_reference, wrap
 
 __all__ = ["Case", "all_cases"]

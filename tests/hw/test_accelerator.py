@@ -19,7 +19,7 @@ from isa import (
     Program,
     Uop,
 )
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from tests.hw.programs import DRAM_BYTES, all_cases, demo_case, load, two_round_gemm_case
 from tests.hw.util import TINY
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 
 from isa import AccelConfig, AluOp, AssemblyError, FinishInsn, GemmInsn, assemble, disassemble
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from tests.strategies import programs
 
 TINY = AccelConfig.preset("tiny")

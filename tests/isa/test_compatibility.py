@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from isa import AccelConfig, ConfigError, ConfigMismatchError, Program, check_config
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from simulator import FunctionalSimulator
 from tests.vta_configs import VTA_DEFAULT_LOGS
 

@@ -19,7 +19,7 @@ from isa import (
     Uop,
     encode,
 )
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from tests.strategies import programs
 
 TINY = AccelConfig.preset("tiny")

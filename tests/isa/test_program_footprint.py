@@ -25,7 +25,7 @@ from isa import (
     disassemble,
 )
 from isa.program import FORMAT_VERSION, READABLE_VERSIONS
-from runtime.demo import demo_expected_output, demo_gemm_program
+from runtime.demo_gemm import demo_expected_output, demo_gemm_program
 from simulator import FunctionalSimulator
 from tests.strategies import programs
 

@@ -9,7 +9,7 @@ import pytest
 
 from isa import AccelConfig, Program, disassemble
 from runtime.cli import main
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from tests.vta_configs import VTA_DEFAULT_LOGS
 
 

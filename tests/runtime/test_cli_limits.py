@@ -22,7 +22,7 @@ from compiler.graph.limits import MAX_GRAPH_BYTES, check_graph_size
 from isa import AccelConfig
 from isa.files import ARRAYS, PROGRAM, UserFileError, read_file, read_npy, read_npz
 from runtime.cli import main
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from runtime.model.archive import MAX_MODEL_BYTES
 
 TINY = AccelConfig.preset("tiny")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from isa import AccelConfig, TimingConfig
 from runtime.cli import main
-from runtime.demo import DEMO_ROWS, DEMO_TILES, demo_expected_output, demo_gemm_program
+from runtime.demo_gemm import DEMO_ROWS, DEMO_TILES, demo_expected_output, demo_gemm_program
 from simulator import CycleSimulator
 
 TINY = AccelConfig.preset("tiny")

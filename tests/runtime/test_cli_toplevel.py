@@ -11,7 +11,7 @@ import pytest
 import runtime.cli
 from isa import AccelConfig, FinishInsn, GemmInsn, Program, Uop
 from runtime.cli import BUG_REPORT, Command, main
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 
 TINY = AccelConfig.preset("tiny")
 

@@ -9,7 +9,7 @@ import pytest
 
 from isa import AccelConfig, Program, assemble, disassemble
 from runtime.cli import main
-from runtime.demo import demo_expected_output, demo_gemm_program
+from runtime.demo_gemm import demo_expected_output, demo_gemm_program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -1,5 +1,5 @@
 """``runtime.sweep``: the table of a sweep, its cache, its error rows, its worker processes, the
-yosys columns, and ``grid``. The workloads here are hand-built programs (``runtime.kernels``), so
+yosys columns, and ``grid``. The workloads here are hand-built programs (``runtime.programs``), so
 the tests need no compiler (``tests/compiler/test_workloads.py`` sweeps compiled ones)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from hw.cost import resource_model
 from isa import AccelConfig, ConfigError, Program
 from runtime import open_device
-from runtime.kernels import ConvShape, conv2d_program
+from runtime.programs import ConvShape, conv2d_program
 from runtime.sweep import MEASURES, PARAMETERS, SweepError, grid, measure, sweep
 
 TINY = AccelConfig.preset("tiny")

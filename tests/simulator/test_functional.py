@@ -26,7 +26,7 @@ from isa import (
     pushed_tokens,
     stage_of,
 )
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from simulator import (
     AluEvent,
     FinishEvent,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from isa import AccelConfig, AluInsn, AluOp, MemId, Program, ProgramBuilder, Stage, encode
-from runtime.kernels import row_kernel
+from runtime.programs import row_kernel
 from simulator import CycleSimulator, FunctionalSimulator, SimulationError
 
 TINY = AccelConfig.preset("tiny")

@@ -5,7 +5,7 @@ beside their points."""
 import numpy as np
 
 from isa import AccelConfig, AluOp, Kernel, Loop, MemId, ProgramBuilder, Stage, TimingConfig, Uop
-from runtime.demo import demo_gemm_program
+from runtime.demo_gemm import demo_gemm_program
 from simulator import CycleSimulator
 from simulator.plots import roofline_figure, timeline_figure
 

@@ -35,7 +35,7 @@ from isa import (
     TimingConfig,
     Uop,
 )
-from runtime.kernels import RESNET18_C2
+from runtime.programs import RESNET18_C2
 from simulator import CycleSimulator, FunctionalSimulator, time_run
 from simulator.ports import TransferRows
 from tests.conformance.cases import CASES

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.accel.ops.pool import average_divisor
+from compiler.accel.templates.pool import average_divisor
 from compiler.errors import GraphError
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import (

@@ -18,9 +18,9 @@ from compiler.accel import AccelFunction, Env, accel_pipeline, lower_accel
 from compiler.arith import ONE, linear
 from compiler.expr import Expr, Node, Var
 from compiler.loop_ir import Allocate, For, LoweredFunc, Stmt
-from compiler.ops import nn
 from compiler.schedule import Schedule
 from compiler.te import Tensor
+from compiler.templates import nn
 from compiler.visit import walk
 from isa import AccelConfig, GemmInsn, MemId, MemInsn, Opcode, Operand, step_indices
 

@@ -1,8 +1,8 @@
-"""The compiled C2 layer demo (``python -m compiler.accel.demo``)."""
+"""The compiled C2 layer demo (``python -m compiler.accel.demo_layer``)."""
 
 from __future__ import annotations
 
-from compiler.accel.demo import main
+from compiler.accel.demo_layer import main
 
 
 def test_demo_compiles_checks_and_draws(capsys, tmp_path):

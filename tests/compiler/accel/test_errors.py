@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, ScheduleError, build, create_schedule, te
-from compiler.accel.ops import CONV2D
+from compiler.accel.templates import CONV2D
 from tests.compiler.accel.helpers import (
     Case,
     alu_case,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from compiler import CompileError, build
 from compiler.accel import Env
 from compiler.accel.layout import pack_bias, pack_nchw, pack_oihw, unpack_nchw
-from compiler.accel.ops import CONV2D
+from compiler.accel.templates import CONV2D
 from isa import AccelConfig
 from tests.compiler.accel.helpers import conv2d_inputs, env_of
 from tests.conformance.compiled_cases import requantized_conv2d

@@ -12,7 +12,7 @@ import pytest
 from compiler import CompileError, build, te
 from compiler.accel import Env
 from compiler.accel.layout import pack_nchw, unpack_nchw
-from compiler.accel.ops import (
+from compiler.accel.templates import (
     ADD,
     DENSE,
     GLOBAL_AVG_POOL,

@@ -13,7 +13,7 @@ import pytest
 
 import compiler as tvm  # the tutorials call tvm.te.max / tvm.te.min
 from compiler import build, te
-from compiler import ops as topi
+from compiler import templates as topi
 from compiler.accel import Env
 from isa import AccelConfig
 

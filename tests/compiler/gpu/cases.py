@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from compiler import te
-from compiler.ops import Template
-from compiler.ops.gpu import (
+from compiler.templates import Template
+from compiler.templates.gpu import (
     GPU_CONV2D_NCHW,
     GPU_ELEMENTWISE,
     GPU_MATMUL,

@@ -1,4 +1,4 @@
-"""Hand-written TVM-style GPU schedules the tests share (templates live in compiler.ops.gpu)."""
+"""Hand-written TVM-style GPU schedules the tests share (templates: compiler.templates.gpu)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from compiler import CompileError, build, te
-from compiler.ops import KnobSpace
-from compiler.ops.gpu import GPU_MATMUL
+from compiler.templates import KnobSpace
+from compiler.templates.gpu import GPU_MATMUL
 from tests.compiler.gpu.cases import CASES
 from tests.compiler.gpu.helpers import assemble
 

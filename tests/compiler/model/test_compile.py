@@ -19,7 +19,7 @@ from compiler.frontend import import_model
 from compiler.graph import AxisAttrs, ConvAttrs, Graph, GraphBuilder, Op, PoolAttrs, QConvAttrs
 from compiler.graph.interpret import run_graph
 from compiler.model import compile_model
-from compiler.model.accel_ops import dense_weights
+from compiler.model.accel_lowering import dense_weights
 from compiler.model.grouped import split_grouped
 from compiler.model.plan import node_macs
 from isa import AccelConfig

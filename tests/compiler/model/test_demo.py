@@ -1,11 +1,11 @@
-"""The ResNet-18 half of ``make demo`` (``python -m compiler.model.demo``), at a small input
+"""The ResNet-18 half of ``make demo`` (``python -m compiler.model.demo_resnet``), at a small input
 so that it stays quick: it must pass its own bit-exact check and write what it says."""
 
 from __future__ import annotations
 
 import json
 
-from compiler.model.demo import main
+from compiler.model.demo_resnet import main
 
 
 def test_demo_compiles_runs_checks_and_draws_resnet18(tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 from compiler.frontend.converters import check_emits
 from compiler.graph.ir import GraphBuilder, Op
 from compiler.graph.passes.quantize import QUANTIZE_RULES
-from compiler.model.accel_ops import ACCEL_TEMPLATES
+from compiler.model.accel_lowering import ACCEL_TEMPLATES
 from compiler.model.partition import RULES
 from compiler.model.support import format_matrix, support_matrix
 from runtime.opset import OPERATORS, Origin

@@ -18,11 +18,11 @@ import numpy as np
 
 from compiler import te
 from compiler.accel import Env
-from compiler.accel.ops import ConvLayer
-from compiler.ops import MATMUL
-from compiler.ops.knobs import Config, Knob, KnobSpace, Template
+from compiler.accel.templates import ConvLayer
 from compiler.schedule import create_schedule
 from compiler.te import Tensor
+from compiler.templates import MATMUL
+from compiler.templates.knobs import Config, Knob, KnobSpace, Template
 from compiler.tune import Task, conv_layer_task
 from isa import AccelConfig
 

@@ -7,7 +7,7 @@ import torch
 
 from compiler.cli import calibration_samples
 from compiler.frontend import from_onnx
-from compiler.ops import CONV2D_NCHWC
+from compiler.templates import CONV2D_NCHWC
 from compiler.tune import Space, load_records
 from compiler.tune.cli import op_task
 from compiler.tune.task import model_tasks

@@ -233,7 +233,7 @@ def test_arguments_out_of_range_are_one_line_errors(tmp_path, capsys, argv, mess
 
 def test_a_layer_whose_kernel_does_not_fit_is_a_tune_error():
     from compiler.accel import Env
-    from compiler.accel.ops import ConvLayer
+    from compiler.accel.templates import ConvLayer
     from isa import AccelConfig
 
     env = Env(AccelConfig.preset("default"))

@@ -8,9 +8,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from compiler import build, te
 from compiler.accel import Env
-from compiler.accel.ops import ConvLayer
+from compiler.accel.templates import ConvLayer
 from compiler.expr import DType
-from compiler.ops import MATMUL
+from compiler.templates import MATMUL
 from compiler.tune import MeasureOptions, Space, Task, conv_layer_task, measure_candidate, tune
 from compiler.tune.measure import random_inputs
 from isa import AccelConfig

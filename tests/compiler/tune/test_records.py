@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler import compile_model, te
-from compiler.ops import MATMUL
+from compiler.templates import MATMUL
 from compiler.tune import (
     ERRORS,
     Record,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from compiler import te
 from compiler.errors import CompileError
 from compiler.lower import schedule_to_ir
-from compiler.ops import MATMUL
+from compiler.templates import MATMUL
 from compiler.tune import FEATURE_COUNT, Space, Task, TuneError, features
 from compiler.tune.task import TensorSpec
 from tests.compiler.tune.helpers import accel_conv_task, matmul_task

@@ -1,0 +1,109 @@
+"""Matrix multiplication ``C = A @ B`` (``B`` optionally stored transposed, as in a dense
+layer's weight), with ``B`` packed into panels of ``tile_n`` contiguous columns.
+
+The schedule is a register-blocked micro-kernel: a ``tile_m x tile_n`` accumulator tile held in
+a local buffer (registers, once unrolled and vectorized) across the whole ``k`` loop, fed by one
+broadcast element of ``A`` and one contiguous vector of the packed ``B`` panel per row. The
+default tile is the target's (``target``: None for the host): ``tile_n`` two vectors wide,
+``tile_m`` as many rows as the accumulator budget (half the vector registers) allows, dividing
+``m`` where it can.
+"""
+
+from __future__ import annotations
+
+from compiler import te
+from compiler.errors import CompileError
+from compiler.schedule import Schedule, create_schedule
+from compiler.te import Tensor
+from compiler.templates._util import TargetSpec, register_rows, target_model, vector_choices
+from compiler.templates.knobs import Config, Knob, KnobSpace, Template
+
+__all__ = ["MATMUL"]
+
+
+def _dims(a: Tensor, b: Tensor, transpose_b: bool) -> tuple[int, int, int]:
+    if a.ndim != 2 or b.ndim != 2:
+        raise CompileError("matmul needs two matrices", tensor=a.name if a.ndim != 2 else b.name)
+    m, k = a.shape
+    n, kb = b.shape if transpose_b else b.shape[::-1]
+    if k != kb:
+        raise CompileError(f"inner extents differ: {k} and {kb}", tensor=b.name, op="matmul")
+    return m, n, k
+
+
+#: Row counts of the register tile, largest first.
+_ROWS = (12, 8, 6, 4, 2, 1)
+
+
+def _space(
+    a: Tensor,
+    b: Tensor,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
+    target: TargetSpec = None,
+) -> KnobSpace:
+    m, n, _ = _dims(a, b, transpose_b)
+    model = target_model(target)
+    columns = vector_choices(n, model.lanes, (2, 1, 4, 0.5))
+    rows = register_rows(model, m, -(-columns[0] // model.lanes), _ROWS, exact=True)
+    return KnobSpace(
+        (
+            Knob("tile_n", columns),
+            Knob("tile_m", (rows, *(t for t in _ROWS if t <= m and t != rows))),
+            Knob("vectorize", (True, False)),
+            Knob("unroll", (True, False)),
+            Knob("parallel", (True, False)),
+        )
+    )
+
+
+def _declare(
+    a: Tensor,
+    b: Tensor,
+    cfg: Config,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
+    target: TargetSpec = None,
+) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
+    m, n, k_extent = _dims(a, b, transpose_b)
+    bn, mr = cfg["tile_n"], cfg["tile_m"]
+    panels = -(-n // bn)
+    dtype = te.DType.of(out_dtype) if out_dtype else a.dtype
+
+    def packed(x, y, z):
+        column = x * bn + z
+        value = b[column, y] if transpose_b else b[y, column]
+        return value if panels * bn == n else te.select(column < n, value, te.const(0, b.dtype))
+
+    packed_b = te.compute((panels, k_extent, bn), packed, name=f"{b.name}.packed")
+    k = te.reduce_axis(k_extent, "k")
+    c = te.compute(
+        (m, n),
+        lambda i, j: te.sum(
+            te.cast(dtype, a[i, k]) * te.cast(dtype, packed_b[j // bn, k, j % bn]), axis=k
+        ),
+        name="C",
+    )
+    s = create_schedule(c)
+    acc = s.cache_write(c, "local")
+    i, j = c.op.axis
+    io, jo, ii, ji = s[c].tile(i, j, mr, bn)
+    s[c].reorder(jo, io, ii, ji)
+    s[acc].compute_at(s[c], io)
+    x, y = acc.op.axis
+    s[acc].reorder(k, x, y)
+    px, _, pz = packed_b.op.axis
+    if cfg["vectorize"]:
+        s[acc].vectorize(y)
+        s[c].vectorize(ji)
+        s[packed_b].vectorize(pz)
+    if cfg["unroll"]:
+        s[acc].unroll(x)
+    if cfg["parallel"]:
+        s[c].parallel(jo)
+        s[packed_b].parallel(px)
+    return s, c
+
+
+MATMUL = Template("matmul", _space, _declare)
