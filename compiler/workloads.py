@@ -191,5 +191,5 @@ class ModelWorkload:
         make, shape = MODELS[self.name]
         rng = np.random.default_rng(self.seed + 1)
         samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(self.calibration)]
-        compiled = compile_model(make(self.seed), cfg, calibration=samples, cpu_target=None)
+        compiled = compile_model(make(self.seed), cfg, calibration=samples)
         return compiled.image

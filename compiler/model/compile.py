@@ -39,7 +39,6 @@ from compiler.graph.limits import check_graph_size
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import calibrate, quantize
 from compiler.graph.passes.simplify import simplify
-from compiler.model.cpu_kernels import cpu_library
 from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
@@ -102,7 +101,6 @@ class CompileContext:
     keep_float: tuple[str, ...] = ()
     cpu_only: tuple[str, ...] = ()
     input_shapes: Mapping[str, Sequence[int]] | None = None
-    cpu_target: str | None = "llvm"
     name: str | None = None
     graph: Graph | None = None
     qgraph: Graph | None = None
@@ -152,7 +150,7 @@ def _plan(ctx: CompileContext) -> CompileContext:
 
 def _generate(ctx: CompileContext) -> CompileContext:
     name = ctx.name or _made(ctx.graph).name
-    return replace(ctx, image=_codegen(_made(ctx.plan), ctx.env, name, ctx.cpu_target))
+    return replace(ctx, image=_codegen(_made(ctx.plan), ctx.env, name))
 
 
 def _made(value: Any) -> Any:
@@ -213,7 +211,6 @@ def compile_model(
     keep_float: Iterable[str] = (),
     cpu_only: Iterable[str] = (),
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    cpu_target: str | None = "llvm",
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
@@ -225,8 +222,9 @@ def compile_model(
     ``calibration``: sample inputs (arrays in input order, or dicts by input name) that the
     quantizer observes; ``keep_float``: nodes left in float (on the CPU); ``cpu_only``:
     quantized nodes kept off the accelerator; ``input_shapes`` fixes an ONNX model's dynamic
-    input dimensions; ``cpu_target`` is the LLVM target of the CPU steps' libraries (``"llvm"``:
-    this host; None: numpy kernels only); ``progress(stage)`` is called as each stage starts.
+    input dimensions; ``progress(stage)`` is called as each stage starts. The compiled model
+    holds no machine code: the host that runs it builds its CPU kernels
+    (:mod:`runtime.model.kernels`).
     """
     cfg = AccelConfig.resolve(cfg)
     keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
@@ -234,7 +232,7 @@ def compile_model(
     samples = tuple(s if not isinstance(s, np.ndarray) else [s] for s in calibration)
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")
-    request = CompileContext(model, Env(cfg), samples, keep, forced, input_shapes, cpu_target, name)
+    request = CompileContext(model, Env(cfg), samples, keep, forced, input_shapes, name)
     stages = _Stages(len(running_passes()) + 1, progress)
     with instrumented(stages):
         done = run_pipeline(request, STAGES)
@@ -248,24 +246,16 @@ def compile_model(
     )
 
 
-def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelImage:
+def _codegen(plan: Plan, env: Env, name: str) -> ModelImage:
     """Each accelerator step compiled into a program over the plan's addresses, its micro-op
-    table after the tensors (and the tables before it); CPU steps into libraries where
-    :mod:`compiler.model.cpu_kernels` declares them and ``cpu_target`` is set."""
+    table after the tensors (and the tables before it); CPU steps stay descriptions (the host
+    that runs the model builds their kernels: :mod:`runtime.model.kernels`)."""
     cfg = env.cfg
     cursor = plan.tensors_end
     steps = []
     for planned in plan.steps:
-        program = library = None
+        program = None
         op = planned.accel
-        if op is None and cpu_target is not None:
-            library = cpu_library(
-                planned.op,
-                [plan.slots[n] for n in planned.inputs],
-                plan.slots[planned.outputs[0]],
-                planned.attrs,
-                cpu_target,
-            )
         if op is not None:
             try:
                 names = (*planned.inputs, *planned.outputs)
@@ -285,7 +275,6 @@ def _codegen(plan: Plan, env: Env, name: str, cpu_target: str | None) -> ModelIm
                 planned.attrs,
                 program,
                 planned.macs,
-                library,
             )
         )
     dram_bytes = max(cursor, plan.tensors_end)

@@ -1,18 +1,23 @@
-"""CPU steps compiled by the LLVM backend into shared libraries.
+"""CPU steps compiled by the LLVM backend into shared libraries: the kernel builder that
+``runtime.model`` finds under the ``vtaforge.kernels`` entry point (:data:`LLVM_KERNELS`).
 
 The steps that connect the host's float world to the accelerator (``QuantizeLinear``,
 ``DequantizeLinear``, ``Pack``, ``Unpack`` and ``PackWeights``) are declared as tensor
 expressions, scheduled (the innermost axis vectorised), compiled for the CPU ``target`` and
-linked into a shared library that the saved model carries; ``runtime`` calls it through ctypes,
-with one pointer per input, then the output, into the model's DRAM image. Each expression is
-the numpy kernel's arithmetic exactly (float32 division, rounding half to even, saturation), so
-both give the same bytes. Any other CPU step keeps its numpy kernel (:mod:`runtime.opset`).
+linked into a shared library; ``runtime`` builds it on the host that loads a model, from the
+step's description (the model file carries no machine code: :mod:`runtime.model.kernels`), and
+calls it through ctypes, with one pointer per input, then the output, into the model's DRAM
+image. Each expression is the numpy kernel's arithmetic exactly (float32 division, rounding
+half to even, saturation), so both give the same bytes. Any other CPU step keeps its numpy
+kernel (:mod:`runtime.opset`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ from compiler.schedule import create_schedule
 from compiler.te import Tensor
 from runtime.model import LIBRARY_ENTRY, TensorSlot
 
-__all__ = ["LIBRARY_OPS", "cpu_library"]
+__all__ = ["LIBRARY_OPS", "LLVM_KERNELS", "LlvmKernels", "cpu_library"]
 
 
 def _quantize(x: Tensor, out: TensorSlot, *, scale: float, zero_point: int, dtype: str) -> Tensor:
@@ -92,7 +97,7 @@ LIBRARY_OPS: dict[str, Callable[..., Tensor]] = {
 
 
 def cpu_library(
-    op: str, inputs: list[TensorSlot], output: TensorSlot, attrs: dict[str, Any], target: str
+    op: str, inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any], target: str
 ) -> bytes | None:
     """The shared library (its bytes) computing CPU step ``op`` for ``target``, or None where
     the step keeps its numpy kernel."""
@@ -108,3 +113,38 @@ def cpu_library(
     module = codegen(lower(s, [x, out], LIBRARY_ENTRY), target)
     with tempfile.TemporaryDirectory() as scratch:
         return module.export_library(Path(scratch) / "step.so").read_bytes()
+
+
+class LlvmKernels:
+    """The host's kernel builder (:class:`runtime.model.kernels.KernelBuilder`): the operators
+    of :data:`LIBRARY_OPS`, compiled for this host's CPU."""
+
+    ops = frozenset(LIBRARY_OPS)
+
+    def target(self) -> str:
+        """This host's triple, CPU and features, and a digest of the compiler's sources (a
+        changed code generator builds new kernels, not the cached ones)."""
+        from compiler.codegen.target import Target
+
+        host = Target.host()
+        return f"{host.triple} {host.cpu} {host.features} {_sources_digest()}"
+
+    def build(
+        self, op: str, inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]
+    ) -> bytes | None:
+        return cpu_library(op, inputs, output, attrs, "llvm")
+
+
+@cache
+def _sources_digest() -> str:
+    """A digest of every source file of the compiler."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+#: What the ``vtaforge.kernels`` entry point names.
+LLVM_KERNELS = LlvmKernels()

@@ -246,7 +246,7 @@ def model_tasks(
     order they first occur."""
     from compiler.model import compile_model
 
-    compiled = compile_model(model, cfg, calibration=calibration, cpu_target=None)
+    compiled = compile_model(model, cfg, calibration=calibration)
     tasks: dict[str, Task] = {}
     for placement in compiled.partition.placements:
         op = placement.accel

@@ -3,15 +3,17 @@
 Reading (:class:`Members`) never unpacks more than the archive's central directory declares,
 nor more than :data:`MAX_MODEL_BYTES` in all (:data:`MAX_MANIFEST_BYTES` for the manifest):
 each member's declared size is checked before a byte of it is read, so a zip bomb is a
-:class:`ModelFormatError`, not an allocation. Members are stored or deflated, never encrypted.
+:class:`ModelFormatError`, not an allocation. Members are stored, as
+:meth:`runtime.model.ModelImage.to_bytes` writes them: a compressed or encrypted member is
+refused (what is read is what the file holds, byte for byte).
 
 Digests (:func:`sign` at save time, :func:`step_digest`, :func:`manifest_digest` and
 ``params.sha256`` checked at load time) are sha256 over canonical JSON (sorted keys, no spaces)
 and member bytes: each step's covers its index, its manifest entry, the records of the tensor
-slots it reads and writes, and its program's and library's bytes; the manifest's covers
-everything else in it (the step digests and ``params`` included). They make a swapped, emptied
-or edited part of a file an error; they are not a signature (whoever can write the file can
-recompute them), so a step's shared library is trusted as the code it is.
+slots it reads and writes, and its program's bytes; the manifest's covers everything else in
+it (the step digests and ``params`` included). They make a swapped, emptied or edited part of a
+file an error; they are not a signature (whoever can write the file can recompute them), which
+is one reason the file holds no machine code.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ MANIFEST = "manifest.json"
 PARAMS = "params.bin"
 #: What a damaged zip archive raises, from opening it to reading a member.
 _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)
-_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
 
 class ModelFormatError(VtaforgeError, ValueError):
@@ -75,8 +76,10 @@ class Members:
         except KeyError:
             raise ModelFormatError(f"{where}: the file has no member {name!r}") from None
         limit = MAX_MANIFEST_BYTES if name == MANIFEST else self._left
-        if info.compress_type not in _METHODS or info.flag_bits & 1:
-            raise ModelFormatError(f"{where}: member {name} is encrypted or oddly compressed")
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 1:
+            raise ModelFormatError(
+                f"{where}: member {name} is compressed or encrypted (a model's members are stored)"
+            )
         if size is not None and info.file_size != size:
             raise ModelFormatError(
                 f"{where}: member {name} holds {info.file_size:,} bytes, the manifest says {size:,}"
@@ -114,7 +117,7 @@ def step_digest(
     index: int, entry: Mapping[str, Any], slots: Sequence[Any], blobs: Sequence[bytes]
 ) -> str:
     """The digest of step ``index``: its manifest ``entry`` (but its digest), the records of
-    the tensor ``slots`` it reads and writes, and its members' bytes (program, library)."""
+    the tensor ``slots`` it reads and writes, and its members' bytes (its program)."""
     content = {k: v for k, v in entry.items() if k != "digest"}
     digest = hashlib.sha256(_canonical({"index": index, "step": content, "slots": slots}))
     for blob in blobs:
@@ -135,7 +138,7 @@ def sign(manifest: dict[str, Any], members: Mapping[str, bytes]) -> None:
     tensors = {t["name"]: t for t in manifest["tensors"]}
     for index, entry in enumerate(manifest["steps"]):
         slots = [tensors[n] for n in (*entry["inputs"], *entry["outputs"])]
-        blobs = [members[entry[k]] for k in ("program", "library") if k in entry]
+        blobs = [members[entry["program"]]] if "program" in entry else []
         entry["digest"] = step_digest(index, entry, slots, blobs)
     params = members[PARAMS]
     manifest["params"] = {"size": len(params), "sha256": hashlib.sha256(params).hexdigest()}

@@ -2,8 +2,9 @@
 
 ``load_model(path).run(inputs, device="sim")`` writes the parameters and the inputs into a
 fresh DRAM image, runs every step in order (accelerator programs on the device, CPU steps on
-the host: their compiled shared library where the model carries one that loads here, their
-numpy kernel otherwise; all on views of the same image) and returns the outputs with a
+the host: their native kernel where this host has one (:mod:`runtime.model.kernels`: built here
+from the step's description, never carried by the file), their numpy kernel otherwise; all on
+views of the same image) and returns the outputs with a
 :class:`ModelReport`: per step where and how it ran, its cycles, GEMM utilisation, DRAM bytes
 and host time, and the totals.
 """
@@ -11,7 +12,6 @@ and host time, and the totals.
 from __future__ import annotations
 
 import ctypes
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +22,8 @@ import numpy as np
 
 from isa import VtaforgeError
 from runtime.devices import Device, RunStats, open_device
-from runtime.model.image import LIBRARY_ENTRY, ModelFormatError, ModelImage, Step
+from runtime.model.image import ModelFormatError, ModelImage, Step
+from runtime.model.kernels import HostKernels, kernel_builder
 from runtime.model.report import ModelReport, StepReport
 from runtime.opset import OPERATORS
 
@@ -49,25 +50,34 @@ class ModelRun:
 
 
 class Model:
-    """A loaded compiled model, ready to run (see the module docstring). ``fallbacks`` names
-    the CPU steps whose library did not load here, and why; a library that loads without
-    :data:`LIBRARY_ENTRY` is a :class:`ModelFormatError`."""
+    """A loaded compiled model, ready to run (see the module docstring). ``native_kernels``:
+    the CPU steps this host's kernel builder knows run its kernels (built once, then cached in
+    ``kernel_cache``, by default :func:`~runtime.model.kernels.kernel_cache_dir`); False runs
+    every CPU step's numpy kernel. ``fallbacks`` names the steps whose native kernel could not
+    be built or loaded here, and why: their numpy kernel runs."""
 
-    def __init__(self, image: ModelImage) -> None:
+    def __init__(
+        self, image: ModelImage, *, native_kernels: bool = True, kernel_cache: Path | None = None
+    ) -> None:
         self.image = image
         self.cfg = image.config
         self.fallbacks: dict[str, str] = {}
         self._libraries: dict[int, Callable[..., None]] = {}
+        if not native_kernels:
+            return
+        kernels = HostKernels(kernel_builder(), kernel_cache)
         for index, step in enumerate(image.steps):
-            if step.library is not None:
-                try:
-                    self._libraries[index] = _load_library(step.library, len(step.inputs) + 1)
-                except OSError as err:
-                    self.fallbacks[step.node] = str(err)
-                except AttributeError:
-                    raise ModelFormatError(
-                        f"step {index} ({step.node}): its library exports no {LIBRARY_ENTRY}"
-                    ) from None
+            if step.device != "cpu":
+                continue
+            slots = [image.tensors[name] for name in (*step.inputs, *step.outputs)]
+            try:
+                kernel = kernels.kernel(step, slots)
+            except (OSError, AttributeError, VtaforgeError) as err:
+                # no linker, a full disk, a damaged cache entry, a build the backend refused
+                self.fallbacks[step.node] = f"{type(err).__name__}: {err}"
+                continue
+            if kernel is not None:
+                self._libraries[index] = kernel
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -192,19 +202,7 @@ def _accel_report(step: Step, stats: RunStats) -> StepReport:
     )
 
 
-def _load_library(data: bytes, pointers: int) -> Callable[..., None]:
-    """The entry point of a step's shared library (``pointers`` buffer arguments, then the
-    parallel launcher). The file is removed once loaded: the mapping stays."""
-    with tempfile.NamedTemporaryFile(suffix=".so") as file:
-        file.write(data)
-        file.flush()
-        library = ctypes.CDLL(file.name)
-    entry = getattr(library, LIBRARY_ENTRY)
-    entry.restype = None
-    entry.argtypes = [ctypes.c_void_p] * (pointers + 1)
-    return entry
-
-
-def load_model(path: str | Path) -> Model:
-    """A compiled model from its file (``CompiledModel.save`` or ``vtaforge compile``)."""
-    return Model(ModelImage.load(path))
+def load_model(path: str | Path, *, native_kernels: bool = True) -> Model:
+    """A compiled model from its file (``CompiledModel.save`` or ``vtaforge compile``);
+    ``native_kernels`` as :class:`Model` takes it."""
+    return Model(ModelImage.load(path), native_kernels=native_kernels)

@@ -7,15 +7,15 @@ bytes), then each accelerator program's micro-op table. ``steps`` run in order: 
 step runs its :class:`isa.Program` against the image; a CPU step runs a numpy kernel of
 :mod:`runtime.opset` on views of it.
 
-A CPU step may carry a shared library (compiled by the compiler's LLVM backend) exporting
-:data:`LIBRARY_ENTRY`, called with one pointer per input, then the output, then a null parallel
-launcher; where it cannot be loaded (another architecture) the step's numpy kernel runs instead.
+A model is data: a CPU step is described by its operator, attributes and slots, and the file
+holds no machine code; the host builds native kernels from those descriptions where it can
+(:mod:`runtime.model.kernels`).
 
 File format (``.vtaf``, version :data:`FORMAT_VERSION`): a zip archive (stored) of
 ``manifest.json`` (format version, configuration, tensors, steps, the size and digest of
 ``params.bin``, a digest per step and one of the manifest), ``params.bin``,
 ``programs/NNN.bin`` (each an :class:`isa.Program` binary, loadable and runnable on its own
-with ``vtaforge sim``) and ``kernels/NNN.so`` (the CPU steps' libraries).
+with ``vtaforge sim``).
 
 Loading checks the whole file before anything runs, and every disagreement is a
 :class:`ModelFormatError` naming the field, tensor or step: members read within the limits of
@@ -23,10 +23,12 @@ Loading checks the whole file before anything runs, and every disagreement is a
 address space and :data:`~runtime.model.archive.MAX_MODEL_BYTES`; every tensor slot of a known
 dtype and shape, inside the DRAM image and aligned as the planner aligns (:func:`alignment`, or
 inside a tensor that is: a view); the digests; every step's tensors known, a CPU step's
-attributes and slots agreeing with its operator's type rule (so a library runs only on the
-shapes it was compiled for), an accelerator step's program decodable for the configuration,
-its micro-op table after the tensors and every DRAM transfer inside the image. Version 1 files
-(before digests) are refused: recompile them.
+attributes and slots agreeing with its operator's type rule (so a kernel built from the
+description computes what the numpy kernel would), an accelerator step's program decodable for
+the configuration, its micro-op table after the tensors and every DRAM transfer inside the
+image. Version 1 files
+(before digests) and 2 (whose CPU steps carried host shared libraries) are refused: recompile
+them.
 """
 
 from __future__ import annotations
@@ -63,7 +65,6 @@ from simulator.errors import describe
 
 __all__ = [
     "FORMAT_VERSION",
-    "LIBRARY_ENTRY",
     "ModelFormatError",
     "ModelImage",
     "Step",
@@ -71,15 +72,14 @@ __all__ = [
     "alignment",
 ]
 
-#: 2: digests of the steps, ``params.bin`` and the manifest (1 had none).
-FORMAT_VERSION = 2
-#: The symbol a CPU step's shared library exports.
-LIBRARY_ENTRY = "vtaforge_step"
+#: 3: no machine code (2's CPU steps carried shared libraries); 2: digests of the steps,
+#: ``params.bin`` and the manifest (1 had none).
+FORMAT_VERSION = 3
 #: The most dimensions a tensor may have (numpy's limit before 2.0).
 MAX_RANK = 32
 _LAYOUTS = ("plain", "packed")
 #: Each device's steps, by the members they may have.
-_DEVICES = {"accel": (("program",),), "cpu": ((), ("library",))}
+_DEVICES = {"accel": (("program",),), "cpu": ((),)}
 
 
 @dataclass(frozen=True)
@@ -123,9 +123,8 @@ class Step:
     """One step of the model: a graph node (or a layout change the compiler added).
 
     ``device`` is ``"accel"`` (``program`` set) or ``"cpu"`` (``op`` names the operator in
-    :data:`runtime.opset.OPERATORS`, ``attrs`` its kernel's keyword arguments, ``library`` the
-    compiled shared library where there is one). ``macs`` counts the multiply-accumulates the node
-    performs (0 for data movement), for the report.
+    :data:`runtime.opset.OPERATORS`, ``attrs`` its kernel's keyword arguments). ``macs`` counts
+    the multiply-accumulates the node performs (0 for data movement), for the report.
     """
 
     node: str
@@ -136,7 +135,6 @@ class Step:
     attrs: dict[str, Any] = field(default_factory=dict)
     program: Program | None = None
     macs: int = 0
-    library: bytes | None = field(default=None, repr=False)
 
 
 def alignment(cfg: AccelConfig) -> int:
@@ -180,9 +178,6 @@ class ModelImage:
             if step.program is not None:
                 entry["program"] = f"programs/{index:03d}.bin"
                 members[entry["program"]] = step.program.to_bytes()
-            if step.library is not None:
-                entry["library"] = f"kernels/{index:03d}.so"
-                members[entry["library"]] = step.library
             steps.append(entry)
         manifest = {
             "format": FORMAT_VERSION,
@@ -238,7 +233,7 @@ _MANIFEST_KEYS = ("format", "name", "config", "dram_bytes", "inputs", "outputs",
 _MANIFEST_KEYS += ("steps", "params", "digest")
 _SLOT_KEYS = ("name", "shape", "dtype", "address", "layout")
 _STEP_KEYS = ("node", "op", "device", "inputs", "outputs", "attrs", "macs", "digest")
-_MEMBERS = ("program", "library")
+_MEMBERS = ("program",)
 _KINDS = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
 
 
@@ -343,8 +338,9 @@ class _Reader:
     def image(self) -> ModelImage:
         manifest = self.manifest
         version = manifest.get("format")
-        if version == 1:
-            raise ModelFormatError("format version 1 predates digests: compile the model again")
+        if version in (1, 2):
+            why = "predates digests" if version == 1 else "carried host machine code"
+            raise ModelFormatError(f"format version {version} {why}: compile the model again")
         if version != FORMAT_VERSION:
             raise ModelFormatError(
                 f"format version {_show(version)}, this vtaforge reads {FORMAT_VERSION}"
@@ -449,7 +445,7 @@ class _Reader:
         if device not in _DEVICES or members not in _DEVICES[device]:
             raise ModelFormatError(
                 f"{where}: device {_show(device)} with {' and '.join(members) or 'no member'} "
-                "(an accel step has a program, a cpu step no program and maybe a library)"
+                "(an accel step has a program, a cpu step none)"
             )
         blobs = {
             k: self.members.read(_get(entry, k, where, str), where) for k in _MEMBERS if k in entry
@@ -471,15 +467,13 @@ class _Reader:
             _get(entry, "attrs", where, dict),
             self._program(where, blobs["program"]) if "program" in blobs else None,
             _count(entry, "macs", where, 2**63),
-            blobs.get("library"),
         )
         if step.program is None:
             self._check_cpu(where, step)
         return step
 
     def _check_cpu(self, where: str, step: Step) -> None:
-        """A CPU step's attributes and slots agree with its operator's type rule, and a library
-        has the one output the executor gives it."""
+        """A CPU step's attributes and slots agree with its operator's type rule."""
         operator = OPERATORS[step.op]
         record = _attrs(where, operator, step.attrs)
         slots = [self.tensors[n] for n in step.inputs]
@@ -501,8 +495,6 @@ class _Reader:
                 f"{where}: {step.op} gives {', '.join(map(str, expected))}, the step's outputs "
                 f"are {', '.join(map(str, got))}"
             )
-        if step.library is not None and len(step.outputs) != 1:
-            raise ModelFormatError(f"{where}: a library writes one output, not {len(got)}")
 
     def _program(self, where: str, data: bytes) -> Program:
         """The step's program, for the configuration, its micro-op table and data segments

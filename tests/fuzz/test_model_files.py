@@ -2,12 +2,12 @@
 (field deletions, type swaps, numeric extremes, slot and step swaps, truncated or swapped
 members) and every file must load and give the unmodified model's answer on ``fsim``, or be
 refused with a typed error. Files are loaded and run in a worker process (this module run as a
-script), so a crash in a step's library is a failure here, not a dead test runner.
+script), so a crash is a failure here, not a dead test runner.
 
 ``resign``: half the edits get every digest recomputed, as an adversary can, so that the checks
 behind the digests are reached; such a file may give another answer (a scale edited), but it
-must still not crash, hang or raise an untyped error. A step's library stays its own under
-re-signing: it is native code, trusted as the digest of its step says.
+must still not crash, hang or raise an untyped error. A file holds no machine code: a library
+planted in a step (random bytes or an ELF header, re-signed or not) is always refused.
 """
 
 from __future__ import annotations
@@ -196,8 +196,14 @@ def members(draw: st.DrawFn, parts: Parts) -> str:
     return _edit_member(draw, parts, sorted(parts.members))
 
 
-def libraries(draw: st.DrawFn, parts: Parts) -> str:
-    return _edit_member(draw, parts, sorted(n for n in parts.members if n.startswith("kernels/")))
+def planted_libraries(draw: st.DrawFn, parts: Parts) -> str:
+    """A shared library planted in a step: never loaded, always refused."""
+    steps = parts.manifest["steps"]
+    index = draw(st.integers(0, len(steps) - 1))
+    name = f"kernels/{index:03d}.so"
+    steps[index]["library"] = name
+    parts.members[name] = b"\x7fELF" + draw(st.binary(max_size=64))
+    return f"plant a library in step {index}"
 
 
 def programs(draw: st.DrawFn, parts: Parts) -> str:
@@ -213,12 +219,12 @@ def reordered(draw: st.DrawFn, parts: Parts) -> str:
     return "reorder keys"
 
 
-#: Each surface's mutation, and whether re-signing may apply (never to libraries: code).
+#: Each surface's mutation, and whether re-signing may apply.
 SURFACES = {
     "manifest fields": (manifest_fields, True),
     "members": (members, False),
     "steps": (steps, True),
-    "libraries": (libraries, False),
+    "planted libraries": (planted_libraries, True),
     "programs": (programs, True),
     "valid edits (reordered keys)": (reordered, False),
 }
@@ -249,6 +255,8 @@ def test_an_edited_model_file_is_refused_typed_or_gives_the_same_answer(
         ok, same = counts.attempt(label, worker.judge, parts.to_bytes(resign=resign))
         if ok and not same and not resign:
             counts.disagree(label, "ran to another answer without an error")
+        if ok and surface == "planted libraries":
+            counts.disagree(label, "a file with machine code loaded")
 
     attempt()
     counts.assert_clean()

@@ -1,20 +1,19 @@
-"""The CPU steps compiled into shared libraries give the numpy kernels' bytes exactly; a model
-whose libraries do not load runs their numpy kernels instead."""
+"""The CPU steps compiled into shared libraries give the numpy kernels' bytes exactly (how a
+model's kernels are built, cached and fallen back from: tests/runtime/test_model_kernels.py)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import tempfile
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.model import compile_model
 from compiler.model.cpu_kernels import cpu_library
-from runtime.model import Model, TensorSlot
-from runtime.model.executor import _load_library
+from runtime.model import TensorSlot
+from runtime.model.kernels import _load
 from runtime.opset import OPERATORS
-from tests.compiler.model.graphs import residual_cnn, samples
 
 
 def _run_library(op, x: np.ndarray, out_shape, out_dtype, attrs) -> np.ndarray:
@@ -23,7 +22,10 @@ def _run_library(op, x: np.ndarray, out_shape, out_dtype, attrs) -> np.ndarray:
     library = cpu_library(op, [source], target, attrs, "llvm")
     assert library is not None
     out = np.zeros(out_shape, out_dtype)
-    entry = _load_library(library, 2)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "step.so"
+        path.write_bytes(library)
+        entry = _load(path, 2)
     entry(x.ctypes.data, out.ctypes.data, None)
     return out
 
@@ -109,30 +111,3 @@ def test_pack_weights_library_equals_the_numpy_kernel_and_the_block_formula(
 def test_steps_without_a_declaration_keep_their_numpy_kernel():
     slot = TensorSlot("x", (1, 10), "float32", 0)
     assert cpu_library("Softmax", [slot], slot, {"axis": 1}, "llvm") is None
-
-
-def test_a_library_that_does_not_load_falls_back_to_numpy():
-    graph = residual_cnn(4, channels=8, size=6)
-    compiled = compile_model(graph, "default", calibration=samples(graph, 2))
-    kernels = {s.node: s.library is not None for s in compiled.image.steps if s.device == "cpu"}
-    assert kernels == {
-        "x_int8": True,
-        "pack_x_int8": True,
-        "unpack_fc": True,
-        "fc_float": True,
-        "softmax": False,
-    }
-    x = samples(graph, 1, seed=2)[0]
-    expected = compiled.reference(x)[0]
-    steps = tuple(
-        s if s.library is None else replace(s, library=b"not ELF") for s in compiled.image.steps
-    )
-    broken = replace(compiled.image, steps=steps)
-    model = Model(broken)
-    assert set(model.fallbacks) == {"x_int8", "pack_x_int8", "unpack_fc", "fc_float"}
-    run = model.run(x, device="fsim")
-    np.testing.assert_array_equal(run.output, expected)
-    assert {s.kernel for s in run.report.steps if s.device == "cpu"} == {"numpy"}
-    plain = compile_model(graph, "default", calibration=samples(graph, 2), cpu_target=None)
-    assert all(s.library is None for s in plain.image.steps)
-    np.testing.assert_array_equal(plain.run(x, device="fsim").output, expected)

@@ -113,7 +113,7 @@ def test_apply_history_best_reaches_compile_model():
     chosen = next(i for i in reversed(range(len(space))) if space.valid(i))
     assert space.config(chosen) != conv.space().default()
     with apply_history_best([_record(conv, chosen, 1.0)]):
-        compiled = compile_model(graph, "default", calibration=samples, cpu_target=None)
+        compiled = compile_model(graph, "default", calibration=samples)
     configs = [p.accel.config for p in compiled.partition.placements if p.accel is not None]
     assert space.config(chosen) in configs
     assert best_records([_record(conv, chosen, 1.0)])[conv.key].knobs == space.config(chosen)
