@@ -8,8 +8,8 @@ The bundle (:func:`write_bundle`):
 - ``overlay/NAME.bit`` and ``overlay/NAME.hwh``: the pair ``vtaforge fpga build`` exports for the
   model's configuration, copied from ``--bitstream DIR`` when given;
 - ``vtaforge_board/``: the board runtime, sources only: ``isa``, ``simulator`` and ``runtime``
-  less the host-only modules (:data:`HOST_ONLY`: the Verilator testbench, the sweep, the plots),
-  no compiled module, with ``threadpoolctl``'s single pure-Python module (the runtime's one
+  less the host-only modules (:data:`HOST_ONLY`: the Verilator testbenches, the sweep, the
+  plots), no compiled module, with ``threadpoolctl``'s single pure-Python module (the runtime's one
   dependency besides numpy) and a ``pyproject.toml`` (``pip install ./vtaforge_board`` if
   wanted; the script runs it in place). It runs on :data:`BOARD_PYTHON`, the Python of the
   PYNQ v3 images;
@@ -43,6 +43,7 @@ BOARD_PYTHON = (3, 10)
 #: imports them, and they import their host's packages (Verilator, CUDA) only when opened.
 HOST_ONLY = (
     "runtime/devices/rtl_bench.py",  # the Verilator simulation's testbench
+    "runtime/devices/pynq_emulation_bench.py",  # the emulated board's testbench (cocotb)
     "runtime/sweep.py",  # design-space sweeps (pandas)
     "simulator/plots.py",  # matplotlib
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from runtime.cli.timing import add_timing_options, describe_timing, timing_from
 from runtime.progress import progress_bar
 
 if TYPE_CHECKING:
+    from runtime.devices.pynq_emulation import EmulatedPynqDevice
     from runtime.model import Model
 
 __all__ = ["COMPILED_MODEL", "RUN"]
@@ -37,7 +39,23 @@ COMPILED_MODEL = FileFormat("compiled model", 1 << 30)
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", type=Path, metavar="MODEL.vtaf")
     parser.add_argument(
-        "--device", default="sim", choices=("fsim", "sim", "rtl"), help="where (default: sim)"
+        "--device",
+        default="sim",
+        choices=("fsim", "sim", "rtl", "pynq"),
+        help="where (default: sim)",
+    )
+    board = parser.add_mutually_exclusive_group()
+    board.add_argument(
+        "--bitstream",
+        type=Path,
+        metavar="FILE.bit",
+        help="with --device pynq on a PYNQ board: the overlay `vtaforge fpga build` exported",
+    )
+    board.add_argument(
+        "--emulate",
+        action="store_true",
+        help="with --device pynq: the board driver on an emulated board here, whose logic is "
+        "the Verilated RTL (as rtl's)",
     )
     parser.add_argument(
         "--input",
@@ -62,7 +80,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "Runs a compiled model (vtaforge compile) and prints its outputs' summary. On sim the "
         "memory timing is the defaults (an ideal memory) unless --timing/--set/--read-latency "
-        "change it; rtl simulates its own AXI memory model."
+        "change it; rtl simulates its own AXI memory model, as pynq --emulate does."
     )
 
 
@@ -80,10 +98,22 @@ def _load_model(path: Path) -> Model:
     return Model(ModelImage.from_bytes(read_file(path, COMPILED_MODEL), source=str(path)))
 
 
+def _emulated_board(model: Model) -> EmulatedPynqDevice:
+    """The ``pynq`` driver on an emulated board for ``model``'s configuration (a context
+    manager: leaving it stops the simulator)."""
+    from runtime.devices.pynq_emulation import EmulatedPynqDevice
+
+    return EmulatedPynqDevice(model.cfg)
+
+
 def _run(args: argparse.Namespace) -> int:
     from runtime.model import write_model_plots, write_model_trace
 
-    if (args.trace or args.plots) and args.device == "fsim":
+    if (args.bitstream or args.emulate) and args.device != "pynq":
+        raise CliError("--bitstream and --emulate go with --device pynq")
+    if args.device == "pynq" and not (args.bitstream or args.emulate):
+        raise CliError("--device pynq needs --bitstream FILE.bit (on a PYNQ board) or --emulate")
+    if (args.trace or args.plots) and args.device in ("fsim", "pynq"):
         raise CliError("--trace and --plots need a timed device (sim or rtl)")
     timed = args.timing is not None or args.set or args.read_latency is not None
     if timed and args.device != "sim":
@@ -103,14 +133,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.device == "sim":
         options["timing"] = timing_from(args.timing, args.read_latency, args.set)
         print(describe_timing(options["timing"]))
-    elif args.device == "rtl":
+    elif args.device == "rtl" or args.emulate:
         from runtime.devices.rtl import AXI_RAM_TIMING
 
         print(f"{describe_timing(AXI_RAM_TIMING)} (the RTL's AXI memory model)")
+    elif args.device == "pynq":
+        options["bitstream"] = args.bitstream
     model = _load_model(args.model)
     inputs = _load_inputs(args.input)
-    with progress_bar(len(model.image.steps), "step") as advance:
-        result = model.run(inputs, device=args.device, progress=advance, **options)
+    board = _emulated_board(model) if args.emulate else nullcontext(args.device)
+    with board as device, progress_bar(len(model.image.steps), "step") as advance:
+        result = model.run(inputs, device=device, progress=advance, **options)
     report = result.report
     if report_file is not None:
         write_report(report_file, report.rows())
@@ -122,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         cycles = "" if summary["cycles"] is None else f", {summary['cycles']:,} cycles"
         print(
             f"{args.model}: {summary['accel_steps']} accelerator and {summary['cpu_steps']} CPU "
-            f"steps on {args.device}{cycles}"
+            f"steps on {args.device}{' (emulated)' if args.emulate else ''}{cycles}"
         )
     for name, array in result.outputs.items():
         top = int(np.argmax(array.reshape(array.shape[0], -1)[0])) if array.size else None

