@@ -62,7 +62,8 @@ test-gpu: setup
 test: lint unit
 
 # Mutation testing of isa/, simulator/ and compiler/ (tools/mutate.py), on demand and not part of
-# `make test`: a random sample of mutants per package; MUTATE_ARGS="--sample 0" runs all of them.
+# `make test`: a random sample of mutants per package, each against every test file that can
+# observe its module; MUTATE_ARGS="--sample 0" runs all of them, "--only FILE:LINE" one line's.
 MUTATE_ARGS ?= --sample 20
 mutate: setup
 	$(PY) tools/mutate.py $(MUTATE_ARGS)

@@ -1,9 +1,10 @@
 """Mutation testing of isa/, simulator/ and compiler/: does the test suite notice a small bug?
 
-``python tools/mutate.py [--paths isa simulator compiler] [--sample N] [--seed S]`` lists every
-mutant that the operators below make of the Python files under ``--paths``, runs a random sample
-of ``N`` per package (all of them with ``--sample 0``) and prints, per package, how many the
-tests killed (failed, or ran ``--timeout`` times as long as unmutated, plus a minute) and every
+``python tools/mutate.py [--paths isa simulator compiler] [--sample N] [--seed S]
+[--only FILE:LINE ...]`` lists every mutant that the operators below make of the Python files
+under ``--paths``, runs a random sample of ``N`` per package (all of them with ``--sample 0``;
+with ``--only``, every mutant of the lines named) and prints, per package, how many the tests
+killed (failed, or ran ``--timeout`` times as long as unmutated, plus a minute) and every
 survivor with its file, line and change. A survivor is a behaviour no test pins down, or an
 equivalent mutant (one that changes nothing observable): read each one.
 
@@ -18,10 +19,14 @@ is left byte for byte):
 - conditions of ``if``/``while``/``assert``/ternaries negated.
 
 Each mutant runs in a scratch copy of the repository (made once, without ``.venv``, ``.git`` and
-the compiled timing model, so the mutated sources run interpreted) with the tests of its package
-(``tests/isa/``, ``tests/simulator/``; for ``compiler/``, the test files that mention the mutated
-module), ``pytest -x -n 0``; the unmutated tests must pass first. A line that ends with
-``# pragma: no mutate`` is skipped. Exit status 0 always (the score is a report).
+the compiled timing model, so the mutated sources run interpreted) with every test file that can
+observe its module: those that import it, or a name it defines, directly or through any of the
+repository's modules (:class:`ImportGraph`: the timing model's RTL-calibration tests under
+tests/hw and tests/runtime observe isa's timing parameters, for one), the nearest first and, as
+near, the quickest first, ``pytest -x -n 0 -m "not gpu and not ecp5"``. The selected files run
+once unmutated first, together; a file that fails, does not collect or runs no test then is left
+out of every mutant's run (and listed). A line that ends with ``# pragma: no mutate`` is
+skipped. Exit status 0 always (the score is a report).
 """
 
 from __future__ import annotations
@@ -29,25 +34,36 @@ from __future__ import annotations
 import argparse
 import ast
 import random
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("isa", "simulator", "compiler")
 _SKIP = "# pragma: no mutate"
 #: How each mutant's tests run: no bytecode written (a mutant's must never be reused), first
-#: failure ends the run, one process; the GPU tests (marker `gpu`) are left to `make test-gpu`.
-_PYTEST = ("-B", "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not gpu")
-
-#: Packages whose mutants run their whole test folder (see :func:`_tests_for`).
-_WHOLE_FOLDER = ("isa", "simulator")
+#: failure ends the run, one process; the GPU tests (marker `gpu`) are left to `make test-gpu`,
+#: the ECP5 toolchain's (`ecp5`, minutes, not in `make test`) to their own runs.
+_PYTEST = (
+    "-B",
+    "-m",
+    "pytest",
+    "-x",
+    "-q",
+    "-n",
+    "0",
+    "-p",
+    "no:cacheprovider",
+    "-m",
+    "not gpu and not ecp5",
+)
 
 _COMPARE_SWAPS = {
     ast.Lt: ast.LtE,
@@ -187,26 +203,194 @@ def mutants_of(path: Path) -> list[Mutant]:
     return found
 
 
-def _tests_for(path: Path) -> list[str]:
-    """The whole test folder of ``isa`` and ``simulator`` (their tests reach every module
-    through the public API, minutes in all); for a module of another package, the test files
-    that mention it (its dotted name, or its name imported from its parent), else those that
-    mention its parent package, else the package's whole test folder."""
-    relative = path.relative_to(ROOT).with_suffix("")
-    parent, stem = ".".join(relative.parts[:-1]), relative.parts[-1]
-    folder = ROOT / "tests" / relative.parts[0]
-    if relative.parts[0] in _WHOLE_FOLDER:
-        return [str(folder.relative_to(ROOT))]
-    texts = {test: test.read_text() for test in sorted(folder.rglob("test_*.py"))}
-    imported = re.compile(rf"from {re.escape(parent)}\s+import\s+\(?[^)]*\b{stem}\b")
-    for wanted in (
-        lambda text: ".".join(relative.parts) in text or imported.search(text),
-        lambda text: f"{parent}." in text or f"from {parent} import" in text,
-    ):
-        chosen = [str(test.relative_to(ROOT)) for test, text in texts.items() if wanted(text)]
-        if chosen:
-            return chosen
-    return [str(folder.relative_to(ROOT))]
+def module_name(root: Path, path: Path) -> str:
+    """The dotted name ``path`` (a ``.py`` file under ``root``) is imported by."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@dataclass(frozen=True)
+class ImportGraph:
+    """Which of the repository's modules use which, read statically from their syntax trees.
+
+    Module ``A`` *uses* module ``B`` when ``A`` imports ``B`` or a name that ``B`` defines: an
+    ``from P import N`` follows ``N`` through the packages that re-export it to the module
+    that defines it (``from isa import TimingConfig`` uses ``isa.config``), and a name ``P``
+    does not import from elsewhere (its own, or one it loads on first use) uses ``P`` itself;
+    a string constant that is a module's dotted name (``importlib``, ``python -m``, the lazy
+    packages' tables) or a console script of ``pyproject.toml`` uses that module, and the
+    script's module uses the entry points (``vtaforge``'s subcommands); a test file uses the
+    ``conftest.py`` files of its folders (their fixtures). Importing ``P.M`` also *runs* the
+    package ``P`` (its ``__init__``), without using what ``P`` imports.
+    """
+
+    root: Path
+    files: dict[str, Path]
+    uses: dict[str, frozenset[str]]
+    runs: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, root: Path) -> ImportGraph:
+        """The graph of every ``.py`` file under ``root`` but those in :data:`_NOT_SOURCES`."""
+        files = {
+            module_name(root, path): path
+            for path in sorted(root.rglob("*.py"))
+            if not _NOT_SOURCES.intersection(path.relative_to(root).parts[:-1])
+        }
+        scripts = _scripts(root)
+        trees = {name: ast.parse(path.read_bytes()) for name, path in files.items()}
+        bindings = {name: _bindings(name, tree, files) for name, tree in trees.items()}
+        uses: dict[str, frozenset[str]] = {}
+        runs: dict[str, frozenset[str]] = {}
+        for name, tree in trees.items():
+            used, ran = set(), set()
+            for module, imported in _imports(name, tree, files):
+                target = _resolve(module, imported, files, bindings)
+                used.add(target)
+                ran.update(_parents(target, files))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    if "." in node.value and node.value in files:
+                        used.add(node.value)
+                    elif node.value in scripts:
+                        used.add(scripts[node.value][0])
+            for script, *plugins in scripts.values():
+                if name == script:
+                    used.update(p for p in plugins if p in files)
+            if files[name].name.startswith("test_"):  # pytest loads the conftest.py above it
+                folders = files[name].relative_to(root).parts[:-1]
+                for end in range(1, len(folders) + 1):
+                    conftest = ".".join((*folders[:end], "conftest"))
+                    if conftest in files:
+                        used.add(conftest)
+            used.discard(name)
+            uses[name], runs[name] = frozenset(used), frozenset(ran - used - {name})
+        return cls(root, files, uses, runs)
+
+    def observers(self, module: str) -> dict[str, int]:
+        """Each module that can observe ``module``, and how many uses away it is: 1 for those
+        that use it (or, for a package, run it), 2 for those that use one of those, ..."""
+        users: dict[str, set[str]] = {}
+        for user, used in self.uses.items():
+            for target in used:
+                users.setdefault(target, set()).add(user)
+        first = users.get(module, set()) | {m for m, ran in self.runs.items() if module in ran}
+        found = dict.fromkeys(sorted(first - {module}), 1)
+        frontier = list(found)
+        while frontier:
+            following = []
+            for current in frontier:
+                for user in sorted(users.get(current, ())):
+                    if user != module and user not in found:
+                        found[user] = found[current] + 1
+                        following.append(user)
+            frontier = following
+        return found
+
+    def test_files(self, path: Path) -> dict[str, int]:
+        """The test files (``tests/**/test_*.py``, relative to the root) that can observe the
+        module at ``path``, with their distance (see :meth:`observers`)."""
+        found = {}
+        for module, distance in self.observers(module_name(self.root, path)).items():
+            file = self.files[module].relative_to(self.root)
+            if file.parts[0] == "tests" and file.name.startswith("test_"):
+                found[str(file)] = distance
+        return found
+
+
+#: Folders whose Python files are not the project's modules.
+_NOT_SOURCES = frozenset({".venv", ".git", "build", "__pycache__", ".hypothesis", "notebooks"})
+
+
+def _scripts(root: Path) -> dict[str, list[str]]:
+    """Each console script of ``pyproject.toml``: its module, then every entry point's module
+    (the plugins a script loads)."""
+    project = tomllib.loads((root / "pyproject.toml").read_text()).get("project", {})
+    plugins = [
+        target.split(":")[0]
+        for group in project.get("entry-points", {}).values()
+        for target in group.values()
+    ]
+    return {
+        name: [target.split(":")[0], *plugins]
+        for name, target in project.get("scripts", {}).items()
+    }
+
+
+def _absolute(module: str, files: dict[str, Path], node: ast.ImportFrom) -> str:
+    """The module an ``ImportFrom`` in ``module`` names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    package = module if files[module].name == "__init__.py" else module.rpartition(".")[0]
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _imports(module: str, tree: ast.AST, files: dict[str, Path]) -> Iterator[tuple[str, str]]:
+    """(module, name) for each name ``module`` imports from a module of ``files`` (``""`` for
+    a module imported as a whole)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in files:
+                    yield alias.name, ""
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(module, files, node)
+            if source in files:
+                for alias in node.names:
+                    yield source, "" if alias.name == "*" else alias.name
+
+
+def _bindings(module: str, tree: ast.AST, files: dict[str, Path]) -> dict[str, tuple[str, str]]:
+    """The names ``module``'s top level binds by ``from M import N [as B]``: B -> (M, N)."""
+    found = {}
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(module, files, node)
+            for alias in node.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = (source, alias.name)
+    return found
+
+
+def _resolve(
+    module: str,
+    name: str,
+    files: dict[str, Path],
+    bindings: dict[str, dict[str, tuple[str, str]]],
+) -> str:
+    """The module that defines ``name`` of ``module`` (``module`` itself for ``""``, a name it
+    defines or one it does not import from another of ``files``)."""
+    seen = set()
+    while name and (module, name) not in seen:
+        seen.add((module, name))
+        if f"{module}.{name}" in files:
+            return f"{module}.{name}"
+        source = bindings.get(module, {}).get(name)
+        if source is None or source[0] not in files:
+            break
+        module, name = source
+    return module
+
+
+def _parents(module: str, files: dict[str, Path]) -> Iterator[str]:
+    """The packages importing ``module`` runs first (outermost first)."""
+    parts = module.split(".")
+    for end in range(1, len(parts)):
+        parent = ".".join(parts[:end])
+        if parent in files:
+            yield parent
+
+
+def _tests_for(path: Path, graph: ImportGraph, baseline: dict[str, FileRun]) -> list[str]:
+    """The test files that can observe the module at ``path`` (:meth:`ImportGraph.test_files`)
+    and pass unmutated, nearest first and, as near, quickest first (pytest ``-x`` stops at the
+    first failure, so a mutant that a direct test kills costs that test alone)."""
+    chosen = graph.test_files(path)
+    return sorted(
+        (test for test in chosen if baseline.get(test, FileRun()).usable),
+        key=lambda test: (chosen[test], baseline[test].seconds, test),
+    )
 
 
 def _pytest(scratch: Path, tests: list[str], timeout: float | None) -> tuple[str, float]:
@@ -220,6 +404,51 @@ def _pytest(scratch: Path, tests: list[str], timeout: float | None) -> tuple[str
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - started
     return ("passed" if done.returncode == 0 else "failed"), time.monotonic() - started
+
+
+@dataclass(frozen=True)
+class FileRun:
+    """One test file's unmutated run: its selected tests' seconds, how many ran (the others
+    were deselected or skipped) and whether any failed."""
+
+    seconds: float = 0.0
+    ran: int = 0
+    failed: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """A mutant's run may include the file: it ran tests, and they passed."""
+        return self.ran > 0 and not self.failed
+
+
+def _baseline(scratch: Path, tests: list[str]) -> dict[str, FileRun]:
+    """Each of ``tests`` run unmutated, in one pytest run (a file that does not collect, or
+    whose tests all fail, skip or are deselected, is missing or not usable)."""
+    report = scratch / ".mutate-baseline.xml"
+    command = [
+        sys.executable,
+        *(a for a in _PYTEST if a != "-x"),
+        "--continue-on-collection-errors",
+        f"--junitxml={report}",
+        "-o",
+        "junit_family=xunit1",  # each test case names its file
+        *tests,
+    ]
+    subprocess.run(command, cwd=scratch, capture_output=True, check=False)
+    found: dict[str, FileRun] = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        file = case.get("file")
+        if file is None:
+            continue
+        kinds = {child.tag for child in case}
+        before = found.get(file, FileRun())
+        found[file] = FileRun(
+            before.seconds + float(case.get("time", 0)),
+            before.ran + ("skipped" not in kinds),
+            before.failed or bool(kinds & {"failure", "error"}),
+        )
+    report.unlink()
+    return found
 
 
 def _scratch_copy() -> Path:
@@ -237,6 +466,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=20, help="mutants per package (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--only",
+        nargs="+",
+        default=(),
+        metavar="FILE:LINE",
+        help="run only the mutants of these lines (of --paths' files; no sampling)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=3.0,
@@ -253,11 +489,12 @@ def main(argv: list[str] | None = None) -> int:
     by_package: dict[str, list[Mutant]] = {}
     for file in files:
         for mutant in mutants_of(file):
-            by_package.setdefault(mutant.package, []).append(mutant)
+            if not args.only or mutant.where() in args.only:
+                by_package.setdefault(mutant.package, []).append(mutant)
     rng = random.Random(args.seed)
     for package, mutants in sorted(by_package.items()):
         print(f"{package}: {len(mutants)} mutants in {len({m.path for m in mutants})} files")
-        if args.sample and len(mutants) > args.sample:
+        if args.sample and len(mutants) > args.sample and not args.only:
             by_package[package] = sorted(rng.sample(mutants, args.sample), key=Mutant.where)
     if args.list:
         return 0
@@ -274,23 +511,34 @@ def _rank(package: str) -> int:
 
 
 def _run(scratch: Path, by_package: dict[str, list[Mutant]], timeout: float) -> int:
-    baseline: dict[tuple[str, ...], tuple[str, float]] = {}
+    graph = ImportGraph.of(ROOT)
+    observers = {
+        mutant.path: graph.test_files(mutant.path)
+        for mutants in by_package.values()
+        for mutant in mutants
+    }
+    wanted = sorted({test for tests in observers.values() for test in tests})
+    started = time.monotonic()
+    baseline = _baseline(scratch, wanted)
+    print(
+        f"unmutated: {len(wanted)} test files in {(time.monotonic() - started) / 60:.1f} min; "
+        f"left out (failing, not collected, or no test selected): "
+        f"{' '.join(t for t in wanted if not baseline.get(t, FileRun()).usable) or 'none'}"
+    )
     scores = []
     for package, mutants in sorted(by_package.items(), key=lambda item: _rank(item[0])):
         killed, survivors, started = 0, [], time.monotonic()
         for number, mutant in enumerate(mutants, 1):
-            tests = tuple(_tests_for(mutant.path))
-            if tests not in baseline:
-                baseline[tests] = _pytest(scratch, list(tests), None)
-            status, seconds = baseline[tests]
-            if status != "passed":
-                print(f"  skipped {mutant.where()}: its tests fail unmutated ({' '.join(tests)})")
+            tests = _tests_for(mutant.path, graph, baseline)
+            if not tests:
+                print(f"  skipped {mutant.where()}: no passing test file observes it")
                 continue
+            seconds = sum(baseline[test].seconds for test in tests)
             target = scratch / mutant.path.relative_to(ROOT)
             original = target.read_text()
             target.write_text(mutant.apply(original))
             try:
-                outcome, _ = _pytest(scratch, list(tests), timeout * seconds + 60)
+                outcome, _ = _pytest(scratch, tests, timeout * seconds + 60)
             finally:
                 target.write_text(original)
             killed += outcome != "passed"
@@ -299,7 +547,8 @@ def _run(scratch: Path, by_package: dict[str, list[Mutant]], timeout: float) -> 
             mark = "survived" if outcome == "passed" else f"killed ({outcome})"
             print(
                 f"  [{number}/{len(mutants)}] {mutant.where()} {mutant.description}: {mark} "
-                f"({len(tests)} test files)"
+                f"({len(tests)} test files, nearest {tests[0]})",
+                flush=True,
             )
         run = killed + len(survivors)
         minutes = (time.monotonic() - started) / 60

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler.arith import const_bounds, simplify_expr
-from compiler.expr import Binary, BinOp, Const, DType, Expr, Var
+from compiler.expr import Binary, BinOp, CmpOp, Compare, Const, DType, Expr, Select, Var
 from compiler.visit import walk
 
 VARS = [Var("a"), Var("b"), Var("c")]
@@ -166,3 +166,17 @@ def test_shift_bounds_of_index_expressions():
     assert const_bounds(Binary(BinOp.SHR, i, k), ranges) == (0, 3)
     assert const_bounds(Binary(BinOp.SHL, i, Const(29, DType.INT32)), ranges) == (None, None)
     assert const_bounds(Binary(BinOp.SHL, i, Const(40, DType.INT32)), ranges) == (0, 0)
+
+
+@given(
+    t=st.tuples(st.one_of(st.none(), st.integers(-9, 0)), st.one_of(st.none(), st.integers(1, 9))),
+    f=st.tuples(st.one_of(st.none(), st.integers(-9, 0)), st.one_of(st.none(), st.integers(1, 9))),
+)
+def test_a_selects_bounds_are_its_branches_hull(t, f):
+    """Either branch may be taken, so a Select's bounds are the least of its branches' lows and
+    the greatest of their highs; an unbounded side of either branch leaves that side open."""
+    a, b, c = VARS
+    expr = Select(Compare(CmpOp.LT, c, Const(0, DType.INT32)), a, b)
+    lo = None if None in (t[0], f[0]) else min(t[0], f[0])
+    hi = None if None in (t[1], f[1]) else max(t[1], f[1])
+    assert const_bounds(expr, {a: t, b: f, c: (-1, 1)}) == (lo, hi)

@@ -18,6 +18,7 @@ from compiler.templates import (
     POOL2D,
     KnobSpace,
 )
+from compiler.templates.pool import pool2d_compute
 from tests.compiler import reference
 from tests.guards import guarded_like
 
@@ -183,6 +184,27 @@ def test_max_pool_on_int8_pads_with_the_minimum():
     np.testing.assert_array_equal(out, reference.pool2d(x_np, 3, 1, 1, "max").astype(np.int8))
 
 
+@pytest.mark.parametrize("width", [6, 7, 8])
+def test_pool2d_by_default_is_a_2x2_max_pool_of_stride_2(width):
+    """POOL2D (and its declaration) without pooling arguments is PyTorch's ``max_pool2d(x, 2)``:
+    a 2x2 window moving by 2, no padding, so the output has ``(width - 2) // 2 + 1`` columns;
+    its knob space is the one of those arguments spelled out, and no row tile is wider than
+    the output row."""
+    x = te.placeholder((1, 2, 4, width), name="x")
+    columns = (width - 2) // 2 + 1
+    space = POOL2D.space(x)
+    assert space == POOL2D.space(x, kernel=2, stride=2, padding=0, kind="max")
+    (tile_ow,) = [knob.choices for knob in space.knobs if knob.name == "tile_ow"]
+    assert max(tile_ow) <= columns
+    s, y = POOL2D(x)
+    assert y.shape == (1, 2, 2, columns)
+    declared, padded = pool2d_compute(x)
+    assert declared.shape == y.shape and padded is x
+    x_np = _random(np.random.default_rng(width), x.shape)
+    out = _run(s, [x, y], [x_np, np.zeros(y.shape, np.float32)])
+    np.testing.assert_array_equal(out, reference.pool2d(x_np, 2, 2, 0, "max"))
+
+
 @pytest.mark.parametrize("vectorize", [False, True])
 def test_max_pool_with_padding_under_every_llvm_transform(vectorize):
     """Regression (found by test_pool2d): LLVM 22's O3 loop vectorizer and unroller together
@@ -264,6 +286,10 @@ def test_templates_reject_mismatched_operands():
         MATMUL(te.placeholder((4, 5), name="A"), te.placeholder((6, 7), name="B"))
     with pytest.raises(CompileError, match="input channels"):
         CONV2D_NCHW(te.placeholder((1, 3, 8, 8), name="x"), te.placeholder((4, 2, 3, 3), name="w"))
+    x, w = te.placeholder((1, 3, 8, 8), name="x"), te.placeholder((4, 3, 3, 3), name="w")
+    for stride, padding in ((0, 1), (1, -1)):  # a window must move; padding cannot crop
+        with pytest.raises(CompileError, match=f"stride {stride} / padding {padding} invalid"):
+            CONV2D_NCHW(x, w, stride=stride, padding=padding)
     with pytest.raises(CompileError, match="do not broadcast"):
         ELEMENTWISE(
             te.placeholder((3, 4), name="a"), te.placeholder((5,), name="b"), fn=lambda a, b: a + b

@@ -17,6 +17,7 @@ from compiler.workloads import (
     ModelWorkload,
     compile_conv_layer,
     resnet18_layers,
+    small_cnn,
 )
 from isa import AccelConfig, Program
 from runtime.model import Model, ModelImage
@@ -90,3 +91,14 @@ def test_a_2x2_sweep_in_worker_processes_matches_direct_runs_and_caches(tmp_path
             assert cycles == _model_cycles(cfg, workload)
     again = sweep([TINY, TINY_BUS128], workloads, cache=tmp_path, processes=2, progress=False)
     pd.testing.assert_frame_equal(again, table)
+
+
+def test_small_cnns_weights_are_scaled_by_their_fan_in():
+    """LeCun's initialisation, which keeps the activations' scale from layer to layer: each
+    weight tensor's standard deviation is ``1 / sqrt(fan-in)``, the products one output sums
+    (9 per input channel for a 3x3 convolution, the features for the dense layer). The layers
+    are wide enough that the sample deviation is within 3 % (more than 4 standard errors)."""
+    graph = small_cnn(0, channels=64, in_channels=16, classes=100)
+    fan_in = {"w1": 9 * 16, "w2": 9 * 64, "fc_w": 2 * 64}
+    for name, fan in fan_in.items():
+        assert np.std(graph.params[name]) == pytest.approx(fan**-0.5, rel=0.03), name

@@ -1,12 +1,26 @@
 """Small contracts of the ISA package that mutation testing found unpinned (issue 17 item 18):
-every bit of a control or status register's flags is its own, and an assembly assignment with
-an empty name or value is refused as such."""
+every bit of a control or status register's flags is its own, every register sits at the
+offset the register map documents, and an assembly assignment with an empty name or value is
+refused as such."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from isa import AccelConfig, AssemblyError, Control, ErrorFlag, ModuleFlag, Status, assemble
+import isa.registers
+from isa import (
+    AccelConfig,
+    AssemblyError,
+    Control,
+    ErrorFlag,
+    ModuleFlag,
+    Register,
+    Status,
+    assemble,
+)
+from isa.tokens import Token
 
 
 @pytest.mark.parametrize("flags", [Control, Status, ErrorFlag, ModuleFlag])
@@ -14,6 +28,17 @@ def test_register_flags_are_distinct_single_bits(flags):
     values = [int(member) for member in flags.__members__.values()]  # zero members too
     assert all(value > 0 and value & (value - 1) == 0 for value in values), values
     assert len(set(values)) == len(values)
+
+
+def test_registers_sit_at_the_documented_offsets():
+    """The map in isa.registers' docstring (what hosts and the RTL's testbench are written
+    from): one 32-bit register per 4-byte offset; the four token counters between ``L2G`` and
+    ``S2G`` follow one another in Token order."""
+    table = re.findall(r"^``0x([0-9A-F]{2})``\s+``(\w+)``", isa.registers.__doc__, re.M)
+    documented = {name: int(offset, 16) for offset, name in table}
+    first = documented["L2G"]
+    documented |= {token.name: first + 4 * i for i, token in enumerate(Token)}
+    assert {register.name: register.value for register in Register} == documented
 
 
 @pytest.mark.parametrize("token", ["x_size=", "=3", "x_size"])

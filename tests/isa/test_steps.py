@@ -6,6 +6,7 @@ from __future__ import annotations
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -78,3 +79,19 @@ def test_window_check_finds_the_first_violation_of_the_whole_loop(case):
     with mock.patch.object(isa.steps, "_SCAN_STEPS", 1):  # one iteration per scanned run
         found = window_violation(insn, uops, 2)
     assert (found.step if found else None) == expected
+
+
+@pytest.mark.parametrize("kind", ["gemm", "alu", "alu-imm"])
+@pytest.mark.parametrize(("n_uops", "iter_out", "iter_in"), [(0, 3, 4), (2, 0, 4), (2, 3, 0)])
+def test_an_instruction_without_steps_breaks_no_window(kind, n_uops, iter_out, iter_in):
+    """No micro-op or an empty loop: the instruction has no step (the brute-force reading has
+    none), so none reads a row another writes, whichever operands it reads."""
+    loops = {"uop_bgn": 0, "uop_end": n_uops, "iter_out": iter_out, "iter_in": iter_in}
+    factors = {"dst_factor_out": 1, "dst_factor_in": 0, "src_factor_out": 0, "src_factor_in": 1}
+    if kind == "gemm":
+        insn = GemmInsn(**loops, **factors)
+    else:
+        insn = AluInsn(alu_opcode=AluOp.ADD, use_imm=kind == "alu-imm", **loops, **factors)
+    uops = {op: np.zeros(n_uops, dtype=np.int64) for op in Operand}
+    assert _brute_steps(insn, uops) == []
+    assert window_violation(insn, uops, 2) is None

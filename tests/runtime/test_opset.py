@@ -14,11 +14,14 @@ from hypothesis import strategies as st
 
 from runtime.opset import (
     OPERATORS,
+    AxisAttrs,
+    ConvAttrs,
     OperandError,
     Operator,
     OperatorError,
     PackAttrs,
     PackWeightsAttrs,
+    QAddAttrs,
     QDenseAttrs,
     TensorType,
 )
@@ -83,6 +86,35 @@ def test_a_type_rule_checks_the_record_and_the_arity_first():
     with pytest.raises(OperandError, match="takes 2 to 3 inputs, got 1"):
         conv.output_types(conv.Attrs(), [x])
     assert conv.output_types(conv.Attrs(), [x, w]) == [TensorType((1, 4, 6, 6))]
+
+
+def test_concat_takes_one_input_or_more():
+    """ONNX Concat: one input is that input; none is an arity error (not a crash in the type
+    rule)."""
+    concat, x = OPERATORS["Concat"], TensorType((2, 3))
+    assert concat.output_types(AxisAttrs(1), [x]) == [x]
+    assert concat.output_types(AxisAttrs(1), [x, TensorType((2, 4))]) == [TensorType((2, 7))]
+    with pytest.raises(OperandError, match="takes 1 to any number of inputs, got 0"):
+        concat.output_types(AxisAttrs(0), [])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "words"),
+    [
+        (TensorType((1, 4), "int8"), TensorType((1, 5), "int8"), "needs operands of one shape"),
+        (TensorType((1, 5), "int8"), TensorType((1, 4), "int8"), "needs operands of one shape"),
+        (TensorType((1, 4), "int32"), TensorType((1, 4), "int8"), "needs int8 operands"),
+        (TensorType((1, 4), "int8"), TensorType((1, 4), "int32"), "needs int8 operands"),
+    ],
+)
+def test_qadd_refuses_operands_unlike_each_other_or_not_int8(a, b, words):
+    """QAdd adds two int8 tensors element by element: each operand is checked, either one
+    may be the odd one out."""
+    qadd, attrs = OPERATORS["QAdd"], QAddAttrs(0, 0, 1)
+    with pytest.raises(OperandError, match=words):
+        qadd.output_types(attrs, [a, b])
+    same = TensorType((1, 4), "int8")
+    assert qadd.output_types(attrs, [same, same]) == [same]
 
 
 def test_types_outside_the_contract_are_refused():
@@ -156,3 +188,30 @@ def test_a_batched_product_refuses_rows_that_are_not_whole_groups():
     types = [TensorType((5, 4), "int8"), TensorType((2, 4, 3), "int8")]
     with pytest.raises(OperandError, match="5 rows are not 2 groups"):
         OPERATORS["QBatchMatMul"].output_types(QDenseAttrs(0), types)
+
+
+@given(
+    kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    groups=st.integers(1, 3),
+    channels=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    extra=st.tuples(st.integers(0, 4), st.integers(0, 4)),
+)
+def test_a_convolutions_macs_are_the_products_its_kernel_sums(
+    kernel, groups, channels, strides, dilations, extra
+):
+    """With ones for data and weights (and no padding), each output of Conv's kernel is the
+    number of products it sums, so the outputs add up to the operator's MACs: for kernels of
+    any aspect, groups, strides and dilations."""
+    (kh, kw), (per_group, out_per_group) = kernel, channels
+    height, width = ((k - 1) * d + 1 + e for k, d, e in zip(kernel, dilations, extra, strict=True))
+    x = TensorType((2, per_group * groups, height, width), "float32")
+    w = TensorType((out_per_group * groups, per_group, kh, kw), "float32")
+    attrs = ConvAttrs(strides, (0, 0, 0, 0), dilations, groups)
+    conv = OPERATORS["Conv"]
+    outputs = conv.output_types(attrs, [x, w])
+    ones = [np.ones(t.shape, np.float32) for t in (x, w)]
+    y = conv.kernel(*ones, **dataclasses.asdict(attrs))
+    assert y.shape == outputs[0].shape
+    assert conv.macs(attrs, [x, w], outputs) == int(y.sum())

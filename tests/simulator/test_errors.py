@@ -343,6 +343,11 @@ def test_whole_program_errors():
         sim.run(big, np.zeros(16, np.uint8))
     with pytest.raises(SimulationError, match="instruction 1: a str is neither"):
         sim.run([FinishInsn(), "FINISH"], np.zeros(16, np.uint8))
+    # a simulator also takes instruction records or words (a device takes a Program alone)
+    with pytest.raises(
+        SimulationError, match=r"^program must be an isa\.Program or a sequence of instructions"
+    ):
+        sim.run(FinishInsn(), np.zeros(16, np.uint8))
     with pytest.raises(SimulationError, match="module_order"):
         FunctionalSimulator(TINY, module_order=(Stage.LOAD, Stage.LOAD, Stage.STORE))
 

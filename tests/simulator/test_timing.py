@@ -37,6 +37,7 @@ from isa import (
 )
 from runtime.programs import RESNET18_C2
 from simulator import CycleSimulator, FunctionalSimulator, time_run
+from simulator.machine import Machine
 from simulator.ports import TransferRows
 from tests.conformance.cases import CASES
 from tests.conformance.conv_cases import build_conv2d
@@ -257,6 +258,34 @@ def test_fetch_streaming_in_bulk_agrees_with_stepped_on_random_programs(seed, cf
     cfg = cfg.replace(cmd_queue_depth=depth)
     event, stepped = _both(cfg, random_program(cfg, seed), timing)
     assert event == stepped
+
+
+@pytest.mark.parametrize("name", ["padded_load_all", "acc_8bit_load", "blocked_gemm_vt1"])
+def test_a_load_run_alone_is_bounded_by_the_other_units_alone(name):
+    """``Machine.quiet(t, port, module)``, the cycles a read port and the LOAD it serves may
+    run on their own, is the least of every other unit's quiet time: the port and its module
+    do not bound their own run (their own events are what LoadsAlone runs through). Checked on
+    every cycle of a run ticked cycle by cycle, for each read port and its module, against the
+    units' own answers; the run ends on the event-driven scheduler's cycle."""
+    cfg = AccelConfig.preset("tiny")
+    built = next(c for c in CASES if c.name == name).build(cfg, 0)
+    timing = TimingConfig(read_latency=20)
+    result = FunctionalSimulator(cfg, detect_races=False).run(built.program, built.dram.copy())
+    machine = Machine(cfg, timing, sorted(result.events, key=lambda e: e.index), False)
+    machine.tick(0)
+    t, differs = 1, 0
+    while machine.finisher.finished_at is None:
+        for engine, module in machine.reader_modules.items():
+            port = engine.port
+            others = [p.quiet(t) for p in machine.ports if p is not port]
+            others += [m.quiet(t) for m in machine.modules if m is not module]
+            others += [machine.fetch.quiet(t), *(q.quiet(t) for q in machine.queue_list)]
+            assert machine.quiet(t, port, module) == min(others)
+            differs += min(others) != min([*others, module.quiet(t)])
+        machine.tick(t)
+        t += 1
+    assert differs  # the run has cycles where the module alone would bound itself
+    assert machine.finisher.finished_at == time_run(cfg, result, timing).cycles
 
 
 @settings(max_examples=40)

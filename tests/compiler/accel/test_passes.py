@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler import CompileError, te
+from compiler import CompileError, create_schedule, te
 from compiler.accel import Env
 from compiler.accel.stmts import ComputeStep, Dma, SramRow, UopKernel
 from compiler.expr import Binary, Const
@@ -131,6 +131,37 @@ def test_inject_dma_merges_contiguous_rows_into_one_line():
     assert (a.y_extent, a.x_extent, a.x_stride) == (1, 3, 3)
     assert (b.y_extent, b.x_extent, b.x_stride) == (1, 12, 12)
     assert [loops for _, loops in with_loops(after, Dma)] == [[], [], []]  # one transfer each
+
+
+@pytest.mark.parametrize("gap", [0, 1])
+def test_inject_dma_grows_a_2d_transfer_over_a_loop_whose_blocks_follow_each_other(gap):
+    """``X_buf[i] = X[i, :rows, :cols]`` copied with the loop over ``i`` left outside the copy:
+    each ``i`` is a 2-D transfer of ``rows`` lines of ``cols`` rows, ``width`` rows apart in
+    DRAM. Block ``i + 1`` follows block ``i`` in SRAM (``rows * cols`` rows on); in DRAM it
+    does when ``X`` has no ``gap`` lines between blocks, and then the loop is absorbed: one
+    transfer of ``n * rows`` lines. With a gap the loop stays (a transfer per block)."""
+    n, rows, cols, width = 3, 2, 2, 5
+    tail = (TINY.BATCH, TINY.BLOCK_OUT)
+    x = te.placeholder((n, rows + gap, width, *tail), TINY.acc_dtype, "X")
+    x_buf = te.compute((n, rows, cols, *tail), lambda *i: x(*i), "X_buf")
+    r = te.compute(x_buf.shape, lambda *i: x_buf(*i) + 1, "R")
+    c = te.compute(x_buf.shape, lambda *i: r(*i).astype(TINY.out_dtype), "C")
+    s = create_schedule(c)
+    s[x_buf].set_scope(TINY.acc_scope)
+    s[x_buf].pragma(s[x_buf].op.axis[1], TINY.dma_copy)  # the loop over i stays outside
+    s[r].set_scope(TINY.acc_scope)
+    s[r].pragma(s[r].op.axis[0], TINY.alu)
+    s[c].pragma(s[c].op.axis[0], TINY.dma_copy)
+    case = Case(
+        TINY, s, (x, c), lambda a: (a[:, :rows, :cols] + 1).astype(np.int8), int32_range=100
+    )
+    _, after = case.around("inject_dma")
+    ((load, loops),) = [(d, lp) for d, lp in with_loops(after, Dma) if d.stage == "X_buf"]
+    blocks = 1 if gap else n
+    assert [extent for _, extent in loops] == ([n] if gap else [])
+    assert (load.y_extent, load.x_extent, load.x_stride) == (blocks * rows, cols, width)
+    assert load.y_bounds is None and load.x_bounds is None
+    _assert_bit_exact(case)
 
 
 def test_inject_dma_reads_padding_bounds_from_the_pad_condition():

@@ -4,15 +4,25 @@ accelerator candidates measured on the RTL at the cycles the cycle-level model p
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from compiler import build, te
 from compiler.accel import Env
 from compiler.accel.templates import ConvLayer
 from compiler.expr import DType
-from compiler.templates import MATMUL
-from compiler.tune import MeasureOptions, Space, Task, conv_layer_task, measure_candidate, tune
+from compiler.templates import CONV2D_NCHW, CONV2D_NCHWC, MATMUL
+from compiler.tune import (
+    MeasureOptions,
+    Space,
+    Task,
+    TuneError,
+    conv_layer_task,
+    measure_candidate,
+    tune,
+)
 from compiler.tune.measure import random_inputs
+from compiler.tune.reference import REFERENCES
 from isa import AccelConfig
 from runtime import open_device
 from runtime.devices.rtl import AXI_RAM_TIMING
@@ -120,3 +130,42 @@ def test_accelerator_candidates_measure_on_the_rtl_as_the_cycle_model_predicts()
     model = open_device("sim", cfg, timing=AXI_RAM_TIMING)
     predicted = function(*random_inputs(task, 0), output, device=model).cycles
     assert measured.cost == predicted
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "wanted"),
+    [
+        ("number", 0, "a positive integer"),
+        ("repeat", 0, "a positive integer"),
+        ("threads", 0, "a positive integer"),
+        ("repeat", True, "a positive integer"),
+        ("number", 2.0, "a positive integer"),
+        ("timeout", 0.0, "a finite positive number"),
+        ("timeout", float("inf"), "a finite positive number"),
+        ("min_repeat_ms", -0.5, "a finite number >= 0"),
+        ("min_repeat_ms", float("nan"), "a finite number >= 0"),
+    ],
+)
+def test_measurement_options_outside_their_contract_are_refused(name, value, wanted):
+    """Counts are positive integers (not booleans or floats), the timeout a finite positive
+    number of seconds, the minimum repeat time finite and not negative; the least valid values
+    are accepted."""
+    with pytest.raises(TuneError, match=rf"^measurement options: {name} .* is not {wanted}$"):
+        MeasureOptions(**{name: value})
+    least = MeasureOptions(number=1, repeat=1, threads=1, timeout=1e-3, min_repeat_ms=0.0)
+    assert (least.number, least.repeat, least.threads) == (1, 1, 1)
+
+
+def test_the_packed_convolutions_reference_is_the_plain_one_repacked():
+    """CONV2D_NCHWC's reference, on data packed ``[N, C/ic, H, W, ic]`` and weights packed
+    ``[O/oc, C/ic, KH, KW, ic, oc]``, is the NCHW convolution of the unpacked arrays, packed
+    ``[N, O/oc, OH, OW, oc]``."""
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((1, 8, 6, 5)).astype(np.float32)
+    kernel = rng.standard_normal((12, 8, 3, 2)).astype(np.float32)
+    packed_data = data.reshape(1, 2, 4, 6, 5).transpose(0, 1, 3, 4, 2)
+    packed_kernel = kernel.reshape(3, 4, 2, 4, 3, 2).transpose(0, 2, 4, 5, 3, 1)
+    plain = REFERENCES[CONV2D_NCHW](data, kernel, stride=1, padding=1)
+    expected = plain.reshape(1, 3, 4, *plain.shape[2:]).transpose(0, 1, 3, 4, 2)
+    got = REFERENCES[CONV2D_NCHWC](packed_data, packed_kernel, stride=1, padding=1)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
