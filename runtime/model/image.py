@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import io
 import json
 import math
@@ -476,6 +477,15 @@ class _Reader:
         """A CPU step's attributes and slots agree with its operator's type rule."""
         operator = OPERATORS[step.op]
         record = _attrs(where, operator, step.attrs)
+        # what the kernels take without a default, the file must give
+        for parameter in inspect.signature(operator.kernel).parameters.values():
+            required = parameter.kind is parameter.KEYWORD_ONLY
+            if (
+                required
+                and parameter.default is parameter.empty
+                and parameter.name not in step.attrs
+            ):
+                raise ModelFormatError(f"{where}: {step.op} needs the attribute {parameter.name!r}")
         slots = [self.tensors[n] for n in step.inputs]
         operands = [TensorType(t.shape, t.dtype) for t in slots]
         params = np.frombuffer(self.params, np.uint8)

@@ -128,3 +128,16 @@ def test_the_cache_is_where_the_variable_says(monkeypatch, tmp_path, moved):
     else:
         monkeypatch.delenv(kernels_module.CACHE_VARIABLE, raising=False)
         assert kernels_module.kernel_cache_dir().parts[-3:] == (".cache", "vtaforge", "kernels")
+
+
+def test_an_attribute_the_kernels_need_is_required_at_load():
+    """An attribute whose record field has a default but that the kernels take without one
+    (re-signed, as an adversary can): refused at load, before any kernel is built or run."""
+    from runtime.model import ModelFormatError
+    from tests.runtime.vtaf_files import Parts
+
+    parts = Parts.of(tiny_model().data)
+    step = next(s for s in parts.manifest["steps"] if s["op"] == "DequantizeLinear")
+    del step["attrs"]["zero_point"]
+    with pytest.raises(ModelFormatError, match="DequantizeLinear needs the attribute 'zero_point'"):
+        ModelImage.from_bytes(parts.to_bytes(resign=True))
