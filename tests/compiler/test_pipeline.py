@@ -118,7 +118,9 @@ def test_a_model_compiles_verified_and_every_stage_and_lowering_pass_is_timed(tm
     outer = [path[0] for path, _ in timing.records if len(path) == 1]
     assert outer == names
     nested = {path for path, _ in timing.records if len(path) > 1}
-    assert ("partition", "inject_dma") in nested and ("codegen", "flatten") in nested
+    assert ("partition", "inject_dma") in nested
+    # codegen emits programs only: CPU kernels are built where the model runs (no LLVM here)
+    assert not [path for path in nested if path[0] == "codegen"]
     dumped = sorted(p.name for p in tmp_path.iterdir())
     assert any(name.endswith("_quantize.txt") for name in dumped)
     assert any(".inject_dma.conv1" in name for name in dumped)  # the node's loop IR
