@@ -264,6 +264,8 @@ class RaceDetector:
         span = access.positions
         if not isinstance(span, DramSpan):
             return span
+        if span.size == 0:  # a transfer of no rows touches nothing, wherever it would start
+            return slice(0, 0)
         if span.rows == 1 or span.stride == span.length:
             return slice(span.first, span.first + span.size)
         return _Grid(span.first, span.rows, span.length, span.stride)

@@ -314,3 +314,20 @@ def test_a_strided_transfer_whose_last_row_is_past_dram_is_refused(opcode, x_str
         FunctionalSimulator(TINY).run(program, short)
     assert (short == 7).all()
     FunctionalSimulator(TINY).run(program, np.zeros(end, np.uint8))
+
+
+@pytest.mark.parametrize("opcode", [Opcode.LOAD, Opcode.STORE])
+def test_a_strided_transfer_of_no_rows_touches_nothing_wherever_it_starts(opcode):
+    """``y_size`` 0 with a row length and a stride (a mutated word of the fuzz suite): the
+    transfer moves no byte, so its start far past DRAM is no error, on both simulators with
+    the race detector on, and DRAM keeps every byte; the reference interpreter agrees."""
+    store = opcode is Opcode.STORE
+    mem = MemId.OUT if store else MemId.ACC
+    insn = MemInsn(
+        opcode=opcode, memory_type=mem, sram_base=0, dram_base=4000, y_size=0, x_size=3,
+        x_stride=5, push_prev_dep=store,
+    )  # fmt: skip
+    program = Program(TINY, [insn, *([_compute_noop(pop_next_dep=True)] if store else []),
+                             FinishInsn()])  # fmt: skip
+    for dram in _run_all(program, 64):
+        assert (dram == 0).all()
