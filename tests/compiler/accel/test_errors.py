@@ -197,6 +197,28 @@ def test_an_alu_operand_not_in_the_accumulator():
     assert "the ALU reads 'Y' from global" in info.value.detail
 
 
+def test_an_alu_stage_that_reads_rows_it_overwrites_in_place():
+    """``R[i] = X[i] + X[n-1-i]`` computes in place into ``X_buf`` (X is read nowhere else), so
+    the ALU would read row ``n-1-i`` after an earlier step overwrote it (the middle row reads
+    itself, the outer ones each other): refused, naming the buffer, not run to a wrong sum."""
+    n = 3
+    shape = (n, 1, TINY.BATCH, TINY.BLOCK_OUT)
+    x = te.placeholder(shape, TINY.acc_dtype, "X")
+    x_buf = te.compute(shape, lambda *i: x(*i), "X_buf")
+    r = te.compute(shape, lambda i, *e: x_buf(i, *e) + x_buf(n - 1 - i, *e), "R")
+    c = te.compute(shape, lambda *i: r(*i).astype(TINY.out_dtype), "C")
+    s = create_schedule(c)
+    for t in (x_buf, r):
+        s[t].set_scope(TINY.acc_scope)
+    s[x_buf].pragma(s[x_buf].op.axis[0], TINY.dma_copy)
+    s[r].pragma(s[r].op.axis[0], TINY.alu)
+    s[c].pragma(s[c].op.axis[0], TINY.dma_copy)
+    with pytest.raises(CompileError) as info:
+        build(s, [x, c], target=TINY.target)
+    assert info.value.tensor == "R"
+    assert info.value.detail == "the ALU reads rows of 'X_buf' that the same operation writes"
+
+
 # ------------------------------------------------------------------------------- schedules
 def test_compute_at_a_loop_of_another_stage():
     case = matmul_case(TINY, loads_in_reduction=False)
