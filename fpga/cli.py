@@ -5,8 +5,8 @@
 writes a Zynq board's Vivado project into ``DIR``, and with ``--run`` builds it when ``vivado``
 is on ``PATH`` (otherwise it prints the command that would, and exits 0); for an ECP5 board it
 runs the open toolchain into ``DIR`` (:mod:`fpga.ecp5`) and prints Fmax and the cells used.
-``vtaforge fpga package --board B MODEL.vtaf [--bitstream DIR] -o DIR`` writes what goes on the
-board to run a compiled model (:mod:`fpga.package`).
+``vtaforge fpga package --board B MODEL.vtaf [--bitstream DIR | --emulated] -o DIR`` writes what
+goes on the board to run a compiled model (:mod:`fpga.package`).
 """
 
 from __future__ import annotations
@@ -46,8 +46,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     package = sub.add_parser("package", help="a compiled model and its runtime for a board")
     package.add_argument("model", type=Path, metavar="MODEL.vtaf")
     package.add_argument("--board", required=True, choices=sorted(BOARDS))
-    package.add_argument(
+    overlay = package.add_mutually_exclusive_group()
+    overlay.add_argument(
         "--bitstream", type=Path, metavar="DIR", help="the overlay `vtaforge fpga build` exported"
+    )
+    overlay.add_argument(
+        "--emulated",
+        action="store_true",
+        help="an emulated overlay instead, whose logic is the Verilated RTL on this machine: "
+        "the bundle runs here with run_model.py --emulate, as on a board",
     )
     package.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
 
@@ -90,11 +97,17 @@ def _run(args: argparse.Namespace) -> int:
 def _package(chosen: Board, args: argparse.Namespace) -> int:
     from fpga.package import BOARD_PYTHON, write_bundle
 
-    bundle = write_bundle(chosen, args.model, args.output, bitstream_dir=args.bitstream)
-    overlay = f", overlay {bundle.bitstream.name}" if bundle.bitstream else ", no overlay"
+    bundle = write_bundle(
+        chosen, args.model, args.output, bitstream_dir=args.bitstream, emulated=args.emulated
+    )
+    emulated = " (emulated)" if args.emulated else ""
+    overlay = f", overlay {bundle.bitstream.name}{emulated}" if bundle.bitstream else ", no overlay"
     python = ".".join(map(str, BOARD_PYTHON))
     print(f"{bundle.directory}: {bundle.model.name}{overlay}, runtime for Python >= {python}")
-    print(f"on the board: sudo python3 {bundle.script.name} --input X.npy -o OUT.npz (README.md)")
+    if args.emulated:
+        print(f"here: python3 {bundle.script.name} --emulate --input X.npy -o OUT.npz (README.md)")
+    else:
+        print(f"on the board: sudo python3 {bundle.script.name} --input X.npy -o OUT.npz")
     return 0
 
 

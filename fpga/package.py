@@ -6,7 +6,11 @@ The bundle (:func:`write_bundle`):
 - ``model.vtaf``: the compiled model, checked whole (it loads, and its accelerator fits the
   board: its AXI master is one of the PS's DRAM port widths);
 - ``overlay/NAME.bit`` and ``overlay/NAME.hwh``: the pair ``vtaforge fpga build`` exports for the
-  model's configuration, copied from ``--bitstream DIR`` when given;
+  model's configuration, copied from ``--bitstream DIR`` when given; or, with ``--emulated``, an
+  emulated overlay (:func:`runtime.devices.pynq_emulation.write_overlay`: its logic is the
+  Verilated RTL built on this machine, run by this machine's Python), so that the bundle runs
+  here as on a board: ``run_model.py --emulate`` on the board runtime's Python, its driver on
+  the emulated ``pynq`` API;
 - ``vtaforge_board/``: the board runtime, sources only: ``isa``, ``simulator`` and ``runtime``
   less the host-only modules (:data:`HOST_ONLY`: the Verilator testbenches, the sweep, the
   plots), no compiled module, with ``threadpoolctl``'s single pure-Python module (the runtime's one
@@ -15,7 +19,8 @@ The bundle (:func:`write_bundle`):
   PYNQ v3 images;
 - ``run_model.py``: ``python3 run_model.py --input X.npy [-o OUT.npz] [--report]`` runs the model
   on the board's accelerator through the ``pynq`` device (``vtaforge run`` with the overlay
-  beside it), or with ``--device fsim`` on the functional simulator, on any machine;
+  beside it; ``--emulate`` on an emulated overlay), or with ``--device fsim`` on the functional
+  simulator, on any machine;
 - ``README.md``: how to copy the folder to the board and run it.
 
 The model's CPU steps run on the board's numpy kernels: the shared libraries a model compiled
@@ -44,6 +49,7 @@ BOARD_PYTHON = (3, 10)
 HOST_ONLY = (
     "runtime/devices/rtl_bench.py",  # the Verilator simulation's testbench
     "runtime/devices/pynq_emulation_bench.py",  # the emulated board's testbench (cocotb)
+    "runtime/devices/pynq_emulation_logic.py",  # the process that runs that testbench
     "runtime/sweep.py",  # design-space sweeps (pandas)
     "simulator/plots.py",  # matplotlib
 )
@@ -64,14 +70,22 @@ class Bundle:
 
 
 def write_bundle(
-    board: Board, model_path: Path, directory: Path, *, bitstream_dir: Path | None = None
+    board: Board,
+    model_path: Path,
+    directory: Path,
+    *,
+    bitstream_dir: Path | None = None,
+    emulated: bool = False,
 ) -> Bundle:
     """Write the bundle of the compiled model at ``model_path`` for ``board`` into
-    ``directory`` (see the module docstring); FpgaError for a board without a Zynq PS, a model
-    whose accelerator does not fit the board, or a ``bitstream_dir`` without the overlay of the
+    ``directory`` (see the module docstring), with the overlay in ``bitstream_dir`` or an
+    ``emulated`` one (not both); FpgaError for a board without a Zynq PS, a model whose
+    accelerator does not fit the board, or a ``bitstream_dir`` without the overlay of the
     model's configuration."""
     from runtime.model import load_model
 
+    if emulated and bitstream_dir is not None:
+        raise FpgaError("a bundle takes the overlay of --bitstream or an emulated one, not both")
     if board.ps is None:
         raise FpgaError(f"board {board.name} ({board.title}) has no processor to run a model")
     cfg = load_model(model_path).cfg
@@ -89,10 +103,17 @@ def write_bundle(
         for source in overlay:
             shutil.copyfile(source, directory / "overlay" / source.name)
         bitstream = directory / "overlay" / overlay[0].name
+    elif emulated:
+        from runtime.devices.pynq_emulation import write_overlay  # builds the Verilated RTL
+
+        (directory / "overlay").mkdir(exist_ok=True)
+        bitstream = write_overlay(cfg, directory / "overlay")
     _write_runtime(directory / _RUNTIME_DIR)
     script = directory / _SCRIPT
     script.write_text(_script_text(bitstream.name if bitstream else None))
-    (directory / "README.md").write_text(_readme_text(board, cfg.fingerprint, bitstream))
+    (directory / "README.md").write_text(
+        _readme_text(board, cfg.fingerprint, bitstream, emulated=emulated)
+    )
     return Bundle(directory, directory / _MODEL, bitstream, script)
 
 
@@ -167,9 +188,19 @@ sys.exit(main(["run", str(HERE / {_MODEL!r}), *arguments]))
 '''
 
 
-def _readme_text(board: Board, fingerprint: str, bitstream: Path | None) -> str:
-    """How to copy the bundle to ``board`` and run it."""
+def _readme_text(board: Board, fingerprint: str, bitstream: Path | None, *, emulated: bool) -> str:
+    """How to copy the bundle to ``board`` and run it (or, ``emulated``, to run it here)."""
     version = ".".join(map(str, BOARD_PYTHON))
+    if emulated:
+        return f"""# A vtaforge model for the {board.title}, on an emulated board
+
+The accelerator configuration is `{fingerprint}`; `overlay/` holds an emulated overlay: its
+logic is the Verilated RTL built on the machine that packaged it, and that machine's Python
+runs it. Run the model there, as a board would, on any Python >= {version} with numpy:
+`python3 run_model.py --emulate --input x.npy -o out.npz --report` (the runtime and the
+`pynq` driver run in this Python; the logic in its own process). `--device fsim` runs the
+functional simulator instead, for a reference to compare with.
+"""
     overlay = (
         f"`overlay/{bitstream.name}` (with its `.hwh`)"
         if bitstream is not None

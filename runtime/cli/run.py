@@ -44,18 +44,18 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         choices=("fsim", "sim", "rtl", "pynq"),
         help="where (default: sim)",
     )
-    board = parser.add_mutually_exclusive_group()
-    board.add_argument(
+    parser.add_argument(
         "--bitstream",
         type=Path,
         metavar="FILE.bit",
-        help="with --device pynq on a PYNQ board: the overlay `vtaforge fpga build` exported",
+        help="with --device pynq on a PYNQ board: the overlay `vtaforge fpga build` exported; "
+        "with --emulate, an emulated one (`vtaforge fpga package --emulated`)",
     )
-    board.add_argument(
+    parser.add_argument(
         "--emulate",
         action="store_true",
         help="with --device pynq: the board driver on an emulated board here, whose logic is "
-        "the Verilated RTL (as rtl's)",
+        "the Verilated RTL (as rtl's), built for the model unless --bitstream names one",
     )
     parser.add_argument(
         "--input",
@@ -98,12 +98,13 @@ def _load_model(path: Path) -> Model:
     return Model(ModelImage.from_bytes(read_file(path, COMPILED_MODEL), source=str(path)))
 
 
-def _emulated_board(model: Model) -> EmulatedPynqDevice:
-    """The ``pynq`` driver on an emulated board for ``model``'s configuration (a context
-    manager: leaving it stops the simulator)."""
+def _emulated_board(model: Model, bitstream: Path | None) -> EmulatedPynqDevice:
+    """The ``pynq`` driver on an emulated board for ``model``'s configuration, its logic the
+    emulated ``bitstream`` or built here when None (a context manager: leaving it stops the
+    simulator)."""
     from runtime.devices.pynq_emulation import EmulatedPynqDevice
 
-    return EmulatedPynqDevice(model.cfg)
+    return EmulatedPynqDevice(model.cfg, bitstream=bitstream)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -141,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         options["bitstream"] = args.bitstream
     model = _load_model(args.model)
     inputs = _load_inputs(args.input)
-    board = _emulated_board(model) if args.emulate else nullcontext(args.device)
+    board = _emulated_board(model, args.bitstream) if args.emulate else nullcontext(args.device)
     with board as device, progress_bar(len(model.image.steps), "step") as advance:
         result = model.run(inputs, device=device, progress=advance, **options)
     report = result.report

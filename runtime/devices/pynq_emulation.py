@@ -6,10 +6,13 @@ unchanged) on an emulated PYNQ board whose programmable logic is the Verilated R
 (:attr:`EmulatedBoard.module`) installed as ``pynq`` while the driver opens the device:
 
 - ``Overlay(path)`` "downloads" an emulated bitstream (:func:`write_overlay`: a ``.bit`` naming
-  the Verilator build, beside the ``.hwh`` of the board design,
-  :mod:`runtime.devices.pynq_emulation_hwh`): it starts the simulator process, where the
-  testbench :mod:`runtime.devices.pynq_emulation_bench` resets the accelerator and serves the
-  host, and exposes the ``ip_dict`` and ``interrupt_pins`` read from the ``.hwh``;
+  the Verilator build and the Python that made it, beside the ``.hwh`` of the board design,
+  :mod:`runtime.devices.pynq_emulation_hwh`): it starts the programmable logic, a process of
+  that Python (:mod:`runtime.devices.pynq_emulation_logic`) where the testbench
+  :mod:`runtime.devices.pynq_emulation_bench` resets the accelerator and serves the host, and
+  exposes the ``ip_dict`` and ``interrupt_pins`` read from the ``.hwh``. The host side (this
+  module and the driver) needs neither Verilator nor cocotb, so it runs on the board runtime's
+  Python too (:mod:`fpga.package`);
 - ``MMIO(phys_addr, length)`` reads and writes 32-bit words of the accelerator's AXI4-Lite
   registers, each an AXI4-Lite transaction on the simulated ``s_axi``;
 - ``allocate(shape, dtype)`` hands out page-aligned buffers of the board's DRAM (a file the
@@ -32,6 +35,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -54,7 +58,7 @@ from runtime.devices.control import Completion
 from runtime.devices.pynq import PynqDevice
 from runtime.devices.pynq_emulation_hwh import ACCELERATOR_CELL, read_handoff, write_handoff
 from runtime.devices.rtl import AXI_RAM_TIMING
-from runtime.devices.rtl_build import build_model, default_cache_dir, log_tail, run_testbench
+from runtime.devices.rtl_build import build_model, default_cache_dir, log_tail
 from simulator.arguments import config_problem
 
 __all__ = [
@@ -70,8 +74,10 @@ __all__ = [
 #: PYNQ-Z1/Z2's 512 MiB, where its contiguous-memory pool lies).
 MEMORY_BASE = 0x1000_0000
 DEFAULT_MEMORY_BYTES = 64 << 20
-_BENCH = "runtime.devices.pynq_emulation_bench"
-#: What an emulated ``.bit`` file holds: this format name, the build folder and configuration.
+#: The module the programmable logic's process runs.
+_LOGIC = "runtime.devices.pynq_emulation_logic"
+#: What an emulated ``.bit`` file holds: this format name, the build folder, the Python that
+#: runs its testbench and the configuration.
 _BITSTREAM_FORMAT = "vtaforge emulated bitstream"
 #: Simulated cycles per look at the interrupt line (between them the host's event loop runs).
 _IRQ_CYCLES = 4096
@@ -83,13 +89,14 @@ _NO_BITSTREAM = "no bitstream is loaded: create a pynq.Overlay first"
 def write_overlay(hardware: AccelConfig, folder: Path, cache_dir: Path | None = None) -> Path:
     """Build (or find in ``cache_dir``, :func:`~runtime.devices.rtl_build.default_cache_dir`
     when None) the Verilator model of ``hardware``'s AXI top level and write its emulated
-    overlay into ``folder``: ``vtaforge_FINGERPRINT.bit`` (naming the build) and the ``.hwh``
-    beside it. Returns the ``.bit``'s path."""
+    overlay into ``folder``: ``vtaforge_FINGERPRINT.bit`` (naming the build and this Python,
+    which runs its testbench) and the ``.hwh`` beside it. Returns the ``.bit``'s path."""
     build_dir = build_model(hardware, cache_dir if cache_dir is not None else default_cache_dir())
     bitstream = folder / f"vtaforge_{hardware.fingerprint}.bit"
     description = {
         "format": _BITSTREAM_FORMAT,
         "model": str(build_dir),
+        "launcher": sys.executable,
         "config": hardware.fingerprint,
     }
     bitstream.write_text(json.dumps(description) + "\n")
@@ -240,10 +247,11 @@ class _Interrupt:
 
 
 class _Simulator:
-    """The simulator process of one downloaded bitstream, and the connection to its
-    testbench. Requests are answered one at a time, in order."""
+    """The simulator process of one downloaded bitstream (its testbench run by ``launcher``,
+    a Python with Verilator and cocotb), and the connection to its testbench. Requests are
+    answered one at a time, in order."""
 
-    def __init__(self, build_dir: Path, folder: Path, dram: _Dram) -> None:
+    def __init__(self, build_dir: Path, launcher: str, folder: Path, dram: _Dram) -> None:
         self.folder = folder
         address = str(folder / "board.socket")
         plusargs = [
@@ -260,16 +268,23 @@ class _Simulator:
             server.listen(1)
             server.settimeout(0.2)
             self._thread = threading.Thread(
-                target=self._simulate, args=(build_dir, plusargs), daemon=True
+                target=self._simulate, args=(launcher, build_dir, plusargs), daemon=True
             )
             self._thread.start()
             self.connection = Connection(self._accept(server).detach())
 
-    def _simulate(self, build_dir: Path, plusargs: list[str]) -> None:
+    def _simulate(self, launcher: str, build_dir: Path, plusargs: list[str]) -> None:
+        command = [launcher, "-m", _LOGIC, str(build_dir), str(self.folder), *plusargs]
         try:
-            run_testbench(build_dir, _BENCH, self.folder, plusargs)
-        except DeviceError as err:
-            self._failure = err
+            done = subprocess.run(
+                command, cwd=self.folder, capture_output=True, text=True, check=False
+            )
+        except OSError as err:
+            self._failure = DeviceError(f"cannot start the programmable logic ({err})")
+            return
+        if done.returncode:
+            said = done.stderr.strip() or f"exit status {done.returncode}"
+            self._failure = DeviceError(f"the programmable logic stopped: {said}")
 
     def _accept(self, server: socket.socket) -> socket.socket:
         deadline = time.monotonic() + _START_SECONDS
@@ -334,9 +349,11 @@ class EmulatedBoard:
         bitstream = Path(bitfile_name)
         try:
             description = json.loads(bitstream.read_text())
-            build_dir = Path(description["model"])
             if description.get("format") != _BITSTREAM_FORMAT:
                 raise ValueError(f"format {description.get('format')!r}")
+            build_dir, launcher = Path(description["model"]), description["launcher"]
+            if not isinstance(launcher, str):
+                raise ValueError(f"launcher {launcher!r} is not a path")
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise DeviceError(f"{bitstream} is not an emulated bitstream ({err})") from None
         hwh = bitstream.with_suffix(".hwh")
@@ -347,7 +364,7 @@ class EmulatedBoard:
         if self._simulator is not None:  # a new bitstream replaces the old one
             self._simulator.close()
             self._simulator = None
-        self._simulator = _Simulator(build_dir, self.folder, self.dram)
+        self._simulator = _Simulator(build_dir, launcher, self.folder, self.dram)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _shut, self._simulator, self.dram, self.folder)
         self.registers = (ip["phys_addr"], ip["addr_range"])
@@ -390,10 +407,12 @@ def _shut(simulator: _Simulator | None, dram: _Dram, folder: Path) -> None:
 class EmulatedPynqDevice(PynqDevice):
     """The ``pynq`` driver for ``cfg`` on an :class:`EmulatedBoard` whose bitstream is built
     from ``hardware`` (``cfg`` when None; another configuration's hardware fails the driver's
-    identity check). ``completion`` and ``timeout_s`` (host seconds: the simulation runs at
-    tens of thousands of cycles a second) are the driver's; ``cache_dir`` holds the Verilator
-    builds (as the ``rtl`` device's); ``memory_bytes`` is the board's DRAM. :meth:`close` (or
-    leaving a ``with`` block) stops the simulator."""
+    identity check), or is the emulated ``bitstream`` given (from :func:`write_overlay`: then
+    nothing is built here, and neither Verilator nor cocotb is needed in this process).
+    ``completion`` and ``timeout_s`` (host seconds: the simulation runs at tens of thousands of
+    cycles a second) are the driver's; ``cache_dir`` holds the Verilator builds (as the ``rtl``
+    device's); ``memory_bytes`` is the board's DRAM. :meth:`close` (or leaving a ``with``
+    block) stops the simulator."""
 
     def __init__(
         self,
@@ -402,16 +421,20 @@ class EmulatedPynqDevice(PynqDevice):
         completion: Completion | str = Completion.INTERRUPT,
         timeout_s: float = 600.0,
         hardware: AccelConfig | None = None,
+        bitstream: Path | None = None,
         cache_dir: Path | None = None,
         memory_bytes: int = DEFAULT_MEMORY_BYTES,
     ) -> None:
         hardware = cfg if hardware is None else hardware
         if not isinstance(hardware, AccelConfig):
             raise DeviceError(f"hardware must be an isa.AccelConfig, not {type(hardware).__name__}")
+        if bitstream is not None and hardware is not cfg:
+            raise DeviceError("give the hardware or an emulated bitstream, not both")
         refuse(config_problem(hardware))
         self.board = EmulatedBoard(memory_bytes)
         try:
-            bitstream = write_overlay(hardware, self.board.folder, cache_dir)
+            if bitstream is None:
+                bitstream = write_overlay(hardware, self.board.folder, cache_dir)
             with self.board.installed():
                 super().__init__(
                     cfg, bitstream=bitstream, completion=completion, timeout_s=timeout_s

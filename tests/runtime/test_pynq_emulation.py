@@ -8,6 +8,7 @@ another configuration fails the identity check; ``vtaforge run --device pynq --e
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import sys
 
@@ -116,6 +117,29 @@ def test_a_design_without_the_interrupt_wired_runs_by_polling_only():
         assert dram[out.address : out.end].view(np.int8).tolist() == [3 * i for i in range(32)]
     finally:
         board.close()
+
+
+def test_an_emulated_bitstream_names_the_python_that_runs_its_logic(tmp_path):
+    """The ``.bit`` names this Python, which runs the testbench in a process of its own: a
+    bitstream loaded as given runs the same; one whose Python is gone, or that names none,
+    is a DeviceError saying so."""
+    bitstream = write_overlay(TINY, tmp_path, RTL_CACHE)
+    description = json.loads(bitstream.read_text())
+    assert description["launcher"] == sys.executable
+    program, out = scale_program(TINY)
+    with _device(bitstream=bitstream) as device:
+        dram = np.zeros(program.dram_extent, np.uint8)
+        device.run(program, dram)
+    assert dram[out.address : out.end].view(np.int8).tolist() == [3 * i for i in range(32)]
+    for launcher, error in (
+        (str(tmp_path / "no-python"), "cannot start the programmable logic"),
+        (None, "is not an emulated bitstream .launcher None is not a path"),
+    ):
+        bitstream.write_text(json.dumps({**description, "launcher": launcher}))
+        with pytest.raises(DeviceError, match=error):
+            _device(bitstream=bitstream)
+    with pytest.raises(DeviceError, match="the hardware or an emulated bitstream, not both"):
+        _device(bitstream=bitstream, hardware=AccelConfig.preset("default"))
 
 
 def test_the_handoff_describes_the_board_design_fpga_builds():
