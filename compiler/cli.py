@@ -5,6 +5,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,8 +65,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         metavar="NODE",
         help="leave a node in float, on the CPU (repeatable)",
     )
+    parser.add_argument(
+        "--calibration-method",
+        default="mse",
+        type=_calibration_method,
+        metavar="METHOD",
+        help="how each activation's range is chosen from the calibration samples: "
+        + _CALIBRATION_CHOICES
+        + " (default: mse)",
+    )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
+    parser.add_argument(
+        "--quant-report",
+        action="store_true",
+        help="print how each int8 value was scaled: observed range, threshold, scale, the "
+        "fraction of calibration elements clipped",
+    )
     parser.add_argument(
         "--time-passes",
         action="store_true",
@@ -84,6 +103,23 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "Compiles an ONNX model for the accelerator (quantized to int8 with power-of-two scales) "
         "into one file that `vtaforge run` executes."
     )
+
+
+#: The calibration methods as ``--help`` lists them (the registry's, with their parameters).
+_CALIBRATION_CHOICES = (
+    "max (min-max), percentile[:P] (the P-th percentile of |x|, default 99.99), "
+    "mse (least squared error), entropy[:BINS] (least KL divergence, default 2048 bins)"
+)
+
+
+def _calibration_method(text: str) -> str:
+    """``--calibration-method`` checked against the registry (a usage error otherwise)."""
+    from compiler.graph.passes.calibrate import calibration_method
+
+    try:
+        return calibration_method(text).spec
+    except GraphError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -208,7 +244,11 @@ def _run(args: argparse.Namespace) -> int:
     samples = calibration_samples(graph, args.calibrate)
     config = AccelConfig.resolve(args.config)
     timing, instruments = _instruments(args)
-    with progress_bar(len(STAGES), "stage") as advance, instrumented(*instruments):
+    with (
+        _warnings_as_lines(),
+        progress_bar(len(STAGES), "stage") as advance,
+        instrumented(*instruments),
+    ):
         compiled = compile_model(
             graph,
             config,
@@ -217,11 +257,16 @@ def _run(args: argparse.Namespace) -> int:
             progress=advance,
             cpu_only=args.cpu_only,
             keep_float=args.keep_float,
+            calibration_method=args.calibration_method,
         )
     with writing(args.output, "-o"):
         compiled.save(args.output)
     if args.report:
         print(compiled.partition.report())
+    if args.quant_report:
+        from compiler.graph.passes.calibrate import quantization_table
+
+        print(quantization_table(compiled.quantization))
     if timing is not None:
         print(timing.report())
     parts = compiled.partition
@@ -232,6 +277,27 @@ def _run(args: argparse.Namespace) -> int:
         f"of DRAM; compiled in {total:.1f} s from {len(samples)} calibration samples"
     )
     return 0
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Each :class:`~compiler.errors.QuantizationWarning` raised inside as one line on stderr
+    (``vtaforge compile: warning: ...``), once the block ends (the progress bar has closed);
+    other warnings are shown as Python shows them."""
+    from compiler.errors import QuantizationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QuantizationWarning)
+        try:
+            yield
+        finally:
+            shown = set()
+            for w in caught:
+                if not issubclass(w.category, QuantizationWarning):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+                elif str(w.message) not in shown:
+                    shown.add(str(w.message))
+                    print(f"vtaforge compile: warning: {w.message}", file=sys.stderr)
 
 
 def _instruments(args: argparse.Namespace) -> tuple[PassTiming | None, list[Instrument]]:
@@ -250,5 +316,6 @@ def _instruments(args: argparse.Namespace) -> tuple[PassTiming | None, list[Inst
     return timing, instruments
 
 
-#: ``vtaforge compile MODEL.onnx --config PRESET [--calibrate DATA.npz] -o MODEL.vtaf``.
+#: ``vtaforge compile MODEL.onnx --config PRESET [--calibrate DATA.npz]
+#: [--calibration-method METHOD] -o MODEL.vtaf [--quant-report]``.
 COMPILE = Command("compile", "compile an ONNX model for the accelerator", _configure, _run)

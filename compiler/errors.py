@@ -4,6 +4,8 @@
 dtype mix, an out-of-range index, an argument that does not match a compiled function);
 :class:`ScheduleError` covers invalid schedules. Both derive from :class:`isa.VtaforgeError` and
 name where the problem is: the tensor (or stage), the axis and the operation concerned.
+:class:`QuantizationWarning` is not an error: the model compiles, but calibration saw data that
+cannot choose its scales, or a value whose int8 form is all zero.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from isa import VtaforgeError
 __all__ = [
     "CompileError",
     "GraphError",
+    "QuantizationWarning",
     "ScheduleError",
     "UnknownInputShape",
     "UnsupportedOperator",
@@ -80,6 +83,13 @@ class UnsupportedOperator(GraphError):
         self.needs_constant = tuple(needs_constant)
         suffix = f" (opset {opset})" if opset else ""
         super().__init__(f"{message}{suffix}", op=op, node=node)
+
+
+class QuantizationWarning(UserWarning):
+    """Quantization went through but its result is doubtful, and the message names the value
+    (and node) concerned: calibration data that are constant (an input one value in every
+    sample, or samples all identical), or a value whose observed range collapses (all zero, or
+    so small against its producer's inputs that its int8 form is zero)."""
 
 
 class ScheduleError(VtaforgeError, ValueError):

@@ -36,8 +36,10 @@ from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph, node_names
 from compiler.graph.limits import check_graph_size
+from compiler.graph.passes.calibrate import CalibrationMethod, QuantRecord, calibrate
+from compiler.graph.passes.calibrate import calibration_method as _method_named
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
-from compiler.graph.passes.quantize import calibrate, quantize
+from compiler.graph.passes.quantize import quantize_with_records
 from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
@@ -55,7 +57,10 @@ Sample = Mapping[str, np.ndarray] | Sequence[np.ndarray] | np.ndarray
 class CompiledModel:
     """A model compiled for one configuration: the float graph after folding, the quantized
     graph (``compiler.reference`` runs it: the oracle of every accelerator run), the partition,
-    the memory plan, the artefact (``image``) and each stage's compile time in seconds."""
+    the memory plan, the artefact (``image``), each stage's compile time in seconds and how
+    each int8 value was scaled (``quantization``: a
+    :class:`~compiler.graph.passes.calibrate.QuantRecord` per value, which
+    :func:`~compiler.graph.passes.calibrate.quantization_table` prints)."""
 
     float_graph: Graph
     graph: Graph
@@ -63,6 +68,7 @@ class CompiledModel:
     plan: Plan
     image: ModelImage
     stage_seconds: dict[str, float]
+    quantization: tuple[QuantRecord, ...] = ()
 
     @property
     def cfg(self) -> AccelConfig:
@@ -107,6 +113,8 @@ class CompileContext:
     partition: Partition | None = None
     plan: Plan | None = None
     image: ModelImage | None = None
+    calibration_method: CalibrationMethod | str = "mse"
+    quantization: tuple[QuantRecord, ...] = ()
 
     def __str__(self) -> str:
         if self.image is not None:
@@ -135,8 +143,14 @@ def _quantize(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.graph)
     calibration = calibrate(graph, ctx.samples)
     mul_bits = ctx.env.cfg.mul_arg_bits
-    qgraph = quantize(graph, calibration, keep_float=ctx.keep_float, mul_bits=mul_bits)
-    return replace(ctx, qgraph=qgraph)
+    qgraph, records = quantize_with_records(
+        graph,
+        calibration,
+        keep_float=ctx.keep_float,
+        mul_bits=mul_bits,
+        method=ctx.calibration_method,
+    )
+    return replace(ctx, qgraph=qgraph, quantization=records)
 
 
 def _partition(ctx: CompileContext) -> CompileContext:
@@ -213,6 +227,7 @@ def compile_model(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
+    calibration_method: str | CalibrationMethod = "mse",
 ) -> CompiledModel:
     """Compile ``model`` (an ONNX model, path or bytes; a ``torch.nn.Module``; or a
     :class:`Graph`) for ``cfg`` (a configuration, preset name or file), through
@@ -222,17 +237,23 @@ def compile_model(
     ``calibration``: sample inputs (arrays in input order, or dicts by input name) that the
     quantizer observes; ``keep_float``: nodes left in float (on the CPU); ``cpu_only``:
     quantized nodes kept off the accelerator; ``input_shapes`` fixes an ONNX model's dynamic
-    input dimensions; ``progress(stage)`` is called as each stage starts. The compiled model
+    input dimensions; ``progress(stage)`` is called as each stage starts;
+    ``calibration_method`` chooses each activation's scale from the samples (a spec of
+    :data:`~compiler.graph.passes.calibrate.CALIBRATION_METHODS`: ``"mse"``, ``"max"``,
+    ``"percentile:99.9"``, ``"entropy"``; an unknown one is a GraphError). The compiled model
     holds no machine code: the host that runs it builds its CPU kernels
     (:mod:`runtime.model.kernels`).
     """
     cfg = AccelConfig.resolve(cfg)
     keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
     forced = tuple(node_names(cpu_only, "cpu_only"))
+    method = _method_named(calibration_method)  # checked before the slow stages too
     samples = tuple(s if not isinstance(s, np.ndarray) else [s] for s in calibration)
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")
-    request = CompileContext(model, Env(cfg), samples, keep, forced, input_shapes, name)
+    request = CompileContext(
+        model, Env(cfg), samples, keep, forced, input_shapes, name, calibration_method=method
+    )
     stages = _Stages(len(running_passes()) + 1, progress)
     with instrumented(stages):
         done = run_pipeline(request, STAGES)
@@ -243,6 +264,7 @@ def compile_model(
         _made(done.plan),
         _made(done.image),
         stages.seconds,
+        done.quantization,
     )
 
 

@@ -1,9 +1,10 @@
 """Quantization: a float graph to int8 operators with power-of-two scales, as VTA quantizes.
 
 Every value ``v`` gets a scale ``2**-e_v``: ``e_v`` is the largest exponent with
-``max|v| * 2**e_v <= 127`` over the calibration samples (weights: over the weights). Because
-scales are powers of two, each requantisation is a shift and a clip, which the accelerator's
-ALU runs:
+``T_v * 2**e_v <= 127``, where the threshold ``T_v`` is what the calibration method chose from
+the calibration samples (:mod:`compiler.graph.passes.calibrate`: by default ``"mse"``; weights:
+their largest magnitude). Because scales are powers of two, each requantisation is a shift and
+a clip, which the accelerator's ALU runs:
 
 - ``Conv [-> Relu | Clip(0, hi)]`` becomes one ``QConv``: int8 data and weights, products
   accumulated in int32 at scale ``2**-(e_x + e_w)``, ``+ bias`` (the float bias at that scale,
@@ -35,14 +36,14 @@ the bit-exact oracle of an accelerator run.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from compiler.accel.templates.pool import average_divisor
-from compiler.errors import GraphError
-from compiler.graph.interpret import run_graph
+from compiler.errors import GraphError, QuantizationWarning
 from compiler.graph.ir import (
     ClipAttrs,
     Graph,
@@ -57,23 +58,29 @@ from compiler.graph.ir import (
     ReshapeAttrs,
     node_names,
 )
+from compiler.graph.passes.calibrate import (
+    Calibration,
+    CalibrationMethod,
+    QuantRecord,
+    calibration_method,
+    clipped_fraction,
+    exponent,
+    to_int8,
+)
 from compiler.graph.patterns import const, find, pat
 from isa.errors import did_you_mean
 
 __all__ = [
     "ACTIVATION",
     "BIAS",
+    "COLLAPSE",
     "PASS_THROUGH",
     "QUANTIZE_RULES",
-    "Calibration",
     "QuantizeRule",
-    "calibrate",
-    "exponent",
     "quantize",
+    "quantize_with_records",
 ]
 
-#: Exponents are kept in this range (scales between 2**-24 and 2**16).
-_E_MIN, _E_MAX = -16, 24
 #: Operators that pass int8 values through unchanged (same scale).
 PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY, Op.TRANSPOSE)
 
@@ -132,71 +139,10 @@ BIAS = pat(
 )
 
 
-#: Elements of each value kept per calibration sample to choose its exponent.
-_KEEP = 8192
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """What each value of a float graph did over the calibration samples: its largest
-    magnitude, and a seeded subsample of its elements."""
-
-    max_abs: Mapping[str, float]
-    elements: Mapping[str, np.ndarray]
-    samples: int
-
-    def exponent(self, value: str, method: str = "mse") -> int:
-        """The exponent of ``value``'s scale ``2**-e``: ``"max"``, the largest that keeps every
-        observed element in range; ``"mse"``, among that one and the three above it (each
-        doubling the resolution and halving the range), the one whose quantization error over
-        the observed elements is least: outliers are clipped when that pays."""
-        if value not in self.max_abs:
-            raise GraphError(f"value {value!r} was not observed by calibration")
-        e = exponent(self.max_abs[value])
-        if method == "max":
-            return e
-        if method != "mse":
-            raise GraphError(f"calibration method {method!r} is not 'max' or 'mse'")
-        x = self.elements[value]
-        errors = [float(np.mean((x - _to_int8(x, k) * 2.0**-k) ** 2)) for k in range(e, e + 4)]
-        return e + int(np.argmin(errors))
-
-
-def calibrate(graph: Graph, samples: Iterable[Mapping[str, np.ndarray] | Sequence]) -> Calibration:
-    """Run ``graph`` on each sample (the inputs by name or in order) and record what every
-    float value did (:class:`Calibration`)."""
-    rng = np.random.default_rng(0)
-    max_abs: dict[str, float] = {}
-    kept: dict[str, list[np.ndarray]] = {}
-    count = 0
-    for sample in samples:
-        values = run_graph(graph, sample, keep=True)
-        for name, array in values.items():
-            if array.dtype != np.float32 or not array.size:
-                continue
-            flat = array.ravel()
-            max_abs[name] = max(max_abs.get(name, 0.0), float(np.max(np.abs(flat))))
-            if flat.size > _KEEP:
-                flat = flat[rng.choice(flat.size, _KEEP, replace=False)]
-            kept.setdefault(name, []).append(flat.astype(np.float64))
-        count += 1
-    if not count:
-        raise GraphError("calibration needs at least one sample")
-    elements = {name: np.concatenate(parts) for name, parts in kept.items()}
-    return Calibration(max_abs, elements, count)
-
-
-def exponent(max_abs: float) -> int:
-    """The largest ``e`` with ``max_abs * 2**e <= 127`` (clamped to a sane range)."""
-    if not math.isfinite(max_abs):
-        raise GraphError(f"a calibrated value reached {max_abs}")
-    if max_abs <= 0:
-        return _E_MAX
-    return int(min(_E_MAX, max(_E_MIN, math.floor(math.log2(127.0 / max_abs)))))
-
-
-def _to_int8(array: np.ndarray, e: int) -> np.ndarray:
-    return np.clip(np.round(array.astype(np.float64) * 2.0**e), -128, 127).astype(np.int8)
+#: A requantised value whose largest magnitude is below this fraction of its int8 operands'
+#: (over the calibration samples) has collapsed: a warning names it
+#: (:class:`QuantizationWarning`).
+COLLAPSE = 5e-9
 
 
 def quantize(
@@ -205,18 +151,57 @@ def quantize(
     *,
     keep_float: Iterable[str] = (),
     mul_bits: int = 8,
-    method: str = "mse",
+    method: str | CalibrationMethod = "mse",
 ) -> Graph:
     """The int8 graph of the float ``graph`` (see the module docstring). ``keep_float`` names
     nodes that stay in float; ``mul_bits`` bounds the average pooling's multiplier;
-    ``method`` chooses activation scales (:meth:`Calibration.exponent`)."""
+    ``method`` chooses activation scales (a spec of
+    :data:`~compiler.graph.passes.calibrate.CALIBRATION_METHODS`: ``"mse"``, ``"max"``,
+    ``"percentile:99.9"``, ``"entropy"``). Warns as :func:`quantize_with_records` does."""
+    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method)
+    qgraph = quantizer.run()
+    quantizer.records()  # (for its warnings, which name the caller's line)
+    return qgraph
+
+
+def quantize_with_records(
+    graph: Graph,
+    calibration: Calibration,
+    *,
+    keep_float: Iterable[str] = (),
+    mul_bits: int = 8,
+    method: str | CalibrationMethod = "mse",
+) -> tuple[Graph, tuple[QuantRecord, ...]]:
+    """:func:`quantize`'s graph and a :class:`QuantRecord` per int8 value (in the order the
+    values were quantized). Warns (:class:`QuantizationWarning`, naming the value and its
+    node) for each value whose scale calibration chose and whose int8 form is zero on every
+    calibration element, or, computed by int8 arithmetic (a convolution, a dense or batched
+    product, an add), whose largest magnitude is below :data:`COLLAPSE` times that of its
+    int8 operands."""
+    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method)
+    qgraph = quantizer.run()
+    return qgraph, quantizer.records()
+
+
+def _quantizer(
+    graph: Graph,
+    calibration: Calibration,
+    keep_float: Iterable[str],
+    mul_bits: int,
+    method: str | CalibrationMethod,
+) -> _Quantizer:
     keep = frozenset(node_names(keep_float, "keep_float"))
-    return _Quantizer(graph, calibration, keep, mul_bits, method).run()
+    return _Quantizer(graph, calibration, keep, mul_bits, calibration_method(method))
 
 
 class _Quantizer:
     def __init__(
-        self, graph: Graph, cal: Calibration, keep: frozenset[str], mul_bits: int, method: str
+        self,
+        graph: Graph,
+        cal: Calibration,
+        keep: frozenset[str],
+        mul_bits: int,
+        method: CalibrationMethod,
     ):
         known = {n.name for n in graph.nodes}
         unknown = sorted(keep - known)
@@ -232,6 +217,10 @@ class _Quantizer:
         self.b = GraphBuilder(graph.name)
         self.floats: dict[str, str] = {}  # original value -> its float value in the new graph
         self.ints: dict[str, tuple[str, int]] = {}  # original value -> (int8 value, exponent)
+        self.chosen: set[str] = set()  # int8 values whose scale calibration chose
+        #: requantised value -> the int8 operands of the node computing it
+        self.operands: dict[str, tuple[str, ...]] = {}
+        self.choices: dict[str, tuple[float, int]] = {}  # value -> (threshold, exponent)
         self.fused: set[str] = set()  # activation nodes absorbed by their producer
         self.flat: dict[str, str] = {}  # original value -> its int8 rows, flattened to 2-D
         #: producer's output -> the activation node that may be fused into the producer
@@ -256,8 +245,58 @@ class _Quantizer:
         return self.b.build(self._float_value(v, final=True) for v in g.outputs)
 
     # ------------------------------------------------------------------ values between worlds
+    def _choice(self, value: str) -> tuple[float, int]:
+        """``value``'s (threshold, exponent) by the method (computed once per value)."""
+        if value not in self.choices:
+            self.choices[value] = self.cal.choose(value, self.method)
+        return self.choices[value]
+
     def _e(self, value: str) -> int:
-        return self.cal.exponent(value, self.method)
+        return self._choice(value)[1]
+
+    def records(self) -> tuple[QuantRecord, ...]:
+        """A record per int8 value (after :meth:`run`), warning where one collapsed."""
+        out = []
+        for value, (int8_value, e) in self.ints.items():
+            threshold = self._choice(value)[0]
+            producer = self.graph.producer(value)
+            record = QuantRecord(
+                value,
+                producer.name if producer is not None else "",
+                self.method.spec,
+                self.cal.minimum.get(value, -self.cal.max_abs[value]),
+                self.cal.maximum.get(value, self.cal.max_abs[value]),
+                self.cal.max_abs[value],
+                threshold,
+                e,
+                clipped_fraction(self.cal.elements[value], e),
+                int8_value,
+            )
+            if value in self.chosen:
+                self._check(record)
+            out.append(record)
+        return tuple(out)
+
+    def _check(self, record: QuantRecord) -> None:
+        """Warn where ``record``'s value collapsed (see :func:`quantize_with_records`)."""
+        where = f"value {record.value!r}" + (f" (node {record.node!r})" if record.node else "")
+        if np.round(record.abs_max * 2.0**record.exponent) == 0:
+            message = (
+                f"{where} is 0 in int8 on every calibration element: its largest magnitude "
+                f"{record.abs_max:.3g} is below half of its scale 2^{-record.exponent}"
+            )
+        else:
+            # only where int8 arithmetic computes the value from operands whose scales it
+            # scales: a float node's output (a softmax after a -3.4e38 mask) is bounded anyway
+            operands = self.operands.get(record.value, ())
+            reach = max((self.cal.max_abs[v] for v in operands), default=0.0)
+            if not record.abs_max < COLLAPSE * reach:
+                return
+            message = (
+                f"{where} collapsed: its largest magnitude {record.abs_max:.3g} is below "
+                f"{COLLAPSE:g} times its operands' ({reach:.3g})"
+            )
+        warnings.warn(message, QuantizationWarning, stacklevel=4)
 
     def _int_value(self, value: str) -> tuple[str, int]:
         """``value`` as int8 (quantized here if it is float so far) and its exponent."""
@@ -267,6 +306,7 @@ class _Quantizer:
             name = self.b.fresh(f"{value}_int8")
             self.b.add(Op.QUANTIZE, [source], QuantAttrs(2.0**-e), name=name, outputs=[name])
             self.ints[value] = (name, e)
+            self.chosen.add(value)
         return self.ints[value]
 
     def _float_value(self, value: str, final: bool = False) -> str:
@@ -403,9 +443,11 @@ class _Quantizer:
             self.b.add(Op.RESHAPE, [flat], ReshapeAttrs(shape), name=reshape, outputs=[out])
             self.flat[value] = flat
         self.ints[value] = (out, e_y)
+        self.chosen.add(value)
+        self.operands[value] = tuple(v for v in node.inputs if v in self.ints)
 
     def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
-        return self.b.param(self.b.fresh(f"{value}_int8"), _to_int8(w, e_w))
+        return self.b.param(self.b.fresh(f"{value}_int8"), to_int8(w, e_w))
 
     @_rule(Op.CONV, Op.QCONV)
     def _conv(self, node: Node) -> bool:
@@ -557,6 +599,8 @@ class _Quantizer:
         attrs = QAddAttrs(e - e_a, e - e_b, e - e_y, lo, hi)
         self.b.add(Op.QADD, [qa, qb], attrs, name=node.name, outputs=[out])
         self.ints[value] = (out, e_y)
+        self.chosen.add(value)
+        self.operands[value] = (a, b)
         return True
 
     @_rule(Op.MAX_POOL, Op.QMAX_POOL)
