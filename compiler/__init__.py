@@ -4,8 +4,9 @@ lowering passes (tensorize, DMA, latency hiding) and code generators (accelerato
 The core API follows TVM's: ``te.placeholder`` / ``te.compute`` declare what to compute,
 ``create_schedule`` and the stage primitives say how, ``lower`` returns the printable loop IR and
 ``build`` a function callable on numpy arrays. Whole models: ``compile_model`` (ONNX, PyTorch or
-a graph, for an accelerator configuration) and ``reference`` (any graph run in numpy: for a
-quantized one, the bit-exact oracle of the accelerator).
+a graph, for an accelerator configuration), ``reference`` (any graph run in numpy: for a
+quantized one, the bit-exact oracle of the accelerator) and ``compare_model`` (a compiled model
+against its float original, layer by layer: a ``Comparison``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ _SOURCES = {
     "PIPELINE": "compiler.lower",
     "CompileError": "compiler.errors",
     "CompiledModel": "compiler.model",
+    "Comparison": "compiler.model.compare",
     "ScheduleError": "compiler.errors",
     "build": "compiler.build",
+    "compare_model": "compiler.model.compare",
     "compile_model": "compiler.model",
     "create_schedule": "compiler.schedule",
     "lower": "compiler.lower",

@@ -46,7 +46,7 @@ from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
 from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, running_passes
 from isa import UOP_BYTES, AccelConfig
-from runtime.model import Model, ModelImage, ModelRun, Step
+from runtime.model import Model, ModelImage, ModelRun, Step, TensorSlot
 
 __all__ = ["STAGES", "CompileContext", "CompiledModel", "compile_model", "reference"]
 
@@ -164,7 +164,42 @@ def _plan(ctx: CompileContext) -> CompileContext:
 
 def _generate(ctx: CompileContext) -> CompileContext:
     name = ctx.name or _made(ctx.graph).name
-    return replace(ctx, image=_codegen(_made(ctx.plan), ctx.env, name))
+    image = _codegen(_made(ctx.plan), ctx.env, name)
+    origins = _origins(_made(ctx.graph), _made(ctx.qgraph), ctx.quantization)
+    return replace(ctx, image=replace(image, tensors=_with_origins(image.tensors, origins)))
+
+
+def _origins(
+    float_graph: Graph, qgraph: Graph, records: Iterable[QuantRecord]
+) -> dict[str, tuple[str, float | None]]:
+    """Each computed value of the quantized graph that holds one of the float graph: that
+    value's name and, for an int8 one, its scale. Float values keep their names through
+    quantization; an int8 value is the quantizer's record's ``int8_value``, at its scale."""
+    found: dict[str, tuple[str, float | None]] = {}
+    computed = {o for n in float_graph.nodes for o in n.outputs}
+    for name in computed & {o for n in qgraph.nodes for o in n.outputs}:
+        ty = qgraph.types[name]
+        if ty.dtype != "int8" and float_graph.types[name] == ty:
+            found[name] = (name, None)
+    for record in records:
+        if record.value in float_graph.types and record.int8_value in qgraph.types:
+            found[record.int8_value] = (record.value, record.scale)
+    return found
+
+
+def _with_origins(
+    tensors: Mapping[str, TensorSlot], origins: Mapping[str, tuple[str, float | None]]
+) -> dict[str, TensorSlot]:
+    """``tensors`` with each slot of a value of :func:`_origins` (its own, or its ``:packed``
+    or ``:plain`` form, as the plan names them) recording the float value and scale."""
+    slots = {}
+    for name, slot in tensors.items():
+        base, _, layout = name.rpartition(":")
+        origin = origins.get(name) or (origins.get(base) if layout in ("packed", "plain") else None)
+        if origin is not None and (slot.dtype == "int8") == (origin[1] is not None):
+            slot = replace(slot, value=origin[0], scale=origin[1])
+        slots[name] = slot
+    return slots
 
 
 def _made(value: Any) -> Any:

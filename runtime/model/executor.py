@@ -94,11 +94,14 @@ class Model:
         device: str | Device = "sim",
         *,
         progress: Callable[[Step], None] | None = None,
+        after_step: Callable[[Step, np.ndarray], None] | None = None,
         **options: Any,
     ) -> ModelRun:
         """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, or a device
         object) and return the outputs and the report; ``progress(step)`` is called as each
-        step starts."""
+        step starts, ``after_step(step, dram)`` as each ends, with the DRAM image (to read
+        the step's outputs through their slots' views, as ``vtaforge compare`` does; writing
+        it changes the run)."""
         feeds = self._feeds(inputs)
         runner = open_device(device, self.cfg, **options) if isinstance(device, str) else device
         dram = np.zeros(self.image.dram_bytes, np.uint8)
@@ -130,6 +133,8 @@ class Model:
                 reports.append(
                     StepReport(step.node, step.op, "cpu", seconds, macs=step.macs, kernel="numpy")
                 )
+            if after_step is not None:
+                after_step(step, dram)
         outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
         report = ModelReport(self.image.name, self.cfg, tuple(reports), runner.kind.value)
         return ModelRun(outputs, report, cycle_stats)

@@ -22,7 +22,9 @@ Loading checks the whole file before anything runs, and every disagreement is a
 :mod:`runtime.model.archive`; every field's type; ``dram_bytes`` at most the configuration's
 address space and :data:`~runtime.model.archive.MAX_MODEL_BYTES`; every tensor slot of a known
 dtype and shape, inside the DRAM image and aligned as the planner aligns (:func:`alignment`, or
-inside a tensor that is: a view); the digests; every step's tensors known, a CPU step's
+inside a tensor that is: a view), and, where a slot says which value of the float model it holds
+(optional: ``value``, with ``scale`` for an int8 slot, what ``vtaforge compare`` reads), a name
+and a positive, finite scale on an int8 slot; the digests; every step's tensors known, a CPU step's
 attributes and slots agreeing with its operator's type rule (so a kernel built from the
 description computes what the numpy kernel would), an accelerator step's program decodable for
 the configuration, its micro-op table after the tensors and every DRAM transfer inside the
@@ -86,13 +88,20 @@ _DEVICES = {"accel": (("program",),), "cpu": ((),)}
 @dataclass(frozen=True)
 class TensorSlot:
     """Where a tensor lives in the DRAM image: ``shape`` and ``dtype`` as stored (``layout``
-    ``"packed"`` is the accelerator's blocked layout, ``"plain"`` numpy's C order)."""
+    ``"packed"`` is the accelerator's blocked layout, ``"plain"`` numpy's C order).
+
+    ``value``, where the compiler recorded it, names the value of the float model (before
+    quantization) that the slot holds, and ``scale`` (int8 slots only) the factor that makes
+    its integers that value (``float ~ int8 * scale``): what tools that compare a compiled
+    model with its float original read (``vtaforge compare``); both None otherwise."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
     address: int
     layout: str = "plain"
+    value: str | None = None
+    scale: float | None = None
 
     @property
     def nbytes(self) -> int:
@@ -109,14 +118,19 @@ class TensorSlot:
         return raw.view(np.dtype(self.dtype).newbyteorder("<")).reshape(self.shape)
 
     def record(self) -> dict[str, Any]:
-        """The slot as the manifest writes it."""
-        return {
+        """The slot as the manifest writes it (``value`` and ``scale`` only where set)."""
+        record: dict[str, Any] = {
             "name": self.name,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "address": self.address,
             "layout": self.layout,
         }
+        if self.value is not None:
+            record["value"] = self.value
+        if self.scale is not None:
+            record["scale"] = self.scale
+        return record
 
 
 @dataclass(frozen=True)
@@ -233,6 +247,8 @@ def _zip(members: Mapping[str, bytes]) -> bytes:
 _MANIFEST_KEYS = ("format", "name", "config", "dram_bytes", "inputs", "outputs", "tensors")
 _MANIFEST_KEYS += ("steps", "params", "digest")
 _SLOT_KEYS = ("name", "shape", "dtype", "address", "layout")
+#: What a slot may say of the float model's value it holds (:class:`TensorSlot`).
+_SLOT_ORIGIN = ("value", "scale")
 _STEP_KEYS = ("node", "op", "device", "inputs", "outputs", "attrs", "macs", "digest")
 _MEMBERS = ("program",)
 _KINDS = {int: "an integer", str: "a string", list: "a list", dict: "an object"}
@@ -285,6 +301,27 @@ def _names(record: Mapping[str, Any], key: str, where: str, known: Mapping[str, 
     if len(set(names)) < len(names):
         raise ModelFormatError(f"{where}: {key} names a tensor twice")
     return tuple(names)
+
+
+def _origin(record: Mapping[str, Any], where: str, dtype: str) -> tuple[str | None, float | None]:
+    """A slot's optional ``value`` (a non-empty name) and ``scale`` (positive and finite, on
+    an int8 slot that names its value)."""
+    value = _get(record, "value", where, str) if "value" in record else None
+    if value == "":
+        raise ModelFormatError(f"{where}: value is an empty name")
+    if "scale" not in record:
+        return value, None
+    scale = record["scale"]
+    if not isinstance(scale, int | float) or isinstance(scale, bool):
+        raise ModelFormatError(f"{where}: scale must be a number, got {_show(scale)}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ModelFormatError(f"{where}: scale {_show(scale)} is not positive and finite")
+    if value is None or dtype != "int8":
+        raise ModelFormatError(
+            f"{where}: a scale belongs to an int8 slot that names its value (this one is "
+            f"{dtype}{', with no value' if value is None else ''})"
+        )
+    return value, float(scale)
 
 
 def _digest(record: Mapping[str, Any], key: str, where: str, expected: str) -> None:
@@ -390,7 +427,7 @@ class _Reader:
         return tensors
 
     def _slot(self, where: str, record: object) -> TensorSlot:
-        record = _keys(record, where, _SLOT_KEYS, ())
+        record = _keys(record, where, _SLOT_KEYS, _SLOT_ORIGIN)
         name = _get(record, "name", where, str)
         where = f"tensor {name!r}"
         shape = _get(record, "shape", where, list)
@@ -404,7 +441,8 @@ class _Reader:
         if layout not in _LAYOUTS:
             raise ModelFormatError(f"{where}: layout {_show(layout)} is not one of {_LAYOUTS}")
         address = _count(record, "address", where, self.dram_bytes)
-        slot = TensorSlot(name, tuple(shape), dtype, address, layout)
+        value, scale = _origin(record, where, dtype)
+        slot = TensorSlot(name, tuple(shape), dtype, address, layout, value, scale)
         if slot.end > self.dram_bytes:
             raise ModelFormatError(
                 f"{where}: bytes [{address:#x}, {slot.end:#x}) lie outside the DRAM image "
