@@ -137,6 +137,7 @@ def test_load_2d_fills_every_field():
         (lambda b, x: b.load_2d(x, sram=0, y_size=3, x_size=4, x_stride=10), "up to 23"),
         (lambda b, x: b.load_2d(x, sram=0, y_size=1, x_size=1, offset=16), "holds 16 INP"),
         (lambda b, x: b.load_2d(x, sram=2046, y_size=1, x_size=4), "rows 2046..2049"),
+        (lambda b, x: b.load_2d(x, sram=-1, y_size=1, x_size=1), "rows -1..-1 lie outside"),
         (lambda b, x: b.load_2d(x, sram=0, y_size=1, x_size=0), "x_size=0 must be >= 1"),
         (lambda b, x: b.load_2d(x, sram=0, y_size=1, x_size=1, y_pad_0=16), "y_pad_0=16"),
         (lambda b, x: b.load_2d(x, sram=0, y_size=1, x_size=1, memory_type=MemId.WGT), "aligned"),
