@@ -74,6 +74,14 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         + _CALIBRATION_CHOICES
         + " (default: mse)",
     )
+    parser.add_argument(
+        "--target",
+        choices=("accel", "llvm"),
+        default="accel",
+        help="accel (default): int8 on the accelerator, CPU steps where the partition leaves "
+        "them; llvm: the whole model in float32 on the CPU (LLVM kernels built by the host "
+        "that runs it), no calibration",
+    )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
     parser.add_argument(
@@ -258,6 +266,7 @@ def _run(args: argparse.Namespace) -> int:
             cpu_only=args.cpu_only,
             keep_float=args.keep_float,
             calibration_method=args.calibration_method,
+            target=args.target,
         )
     with writing(args.output, "-o"):
         compiled.save(args.output)
@@ -271,10 +280,15 @@ def _run(args: argparse.Namespace) -> int:
         print(timing.report())
     parts = compiled.partition
     total = sum(compiled.stage_seconds.values())
+    source = (
+        "for the CPU in float32"
+        if args.target == "llvm"
+        else f"from {len(samples)} calibration samples"
+    )
     print(
         f"{args.output}: {len(compiled.image.steps)} steps ({parts.count('accel')} on the "
         f"accelerator) for {compiled.cfg.fingerprint}, {compiled.image.dram_bytes / 1e6:.1f} MB "
-        f"of DRAM; compiled in {total:.1f} s from {len(samples)} calibration samples"
+        f"of DRAM; compiled in {total:.1f} s {source}"
     )
     return 0
 

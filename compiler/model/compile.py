@@ -14,6 +14,13 @@ the float and the int8 worlds compiled by the LLVM backend into shared libraries
 :mod:`compiler.model.cpu_kernels`). The result saves as one file that ``runtime.load_model``
 runs without the compiler.
 
+``target`` chooses what the model is compiled for: ``"accel"`` (the default) as above;
+``"llvm"``, the whole model for the host's CPU in float32: ``quantize`` keeps the float graph
+(no calibration, no quantization) and ``partition`` keeps every node on the CPU (as
+``cpu_only`` does), so every step is a CPU step that the host running the model builds an LLVM
+kernel for where the kernel builder declares one (:mod:`compiler.model.cpu_kernels`), else
+runs its numpy kernel.
+
 Each stage is a :class:`~compiler.pipeline.Pass` over a :class:`CompileContext`, run by the
 one pass runner (:func:`compiler.pipeline.run_pipeline`), so the instruments that time, dump
 or verify the loop IR's passes observe the model's stages too (and the lowering passes that
@@ -48,9 +55,13 @@ from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, runn
 from isa import UOP_BYTES, AccelConfig
 from runtime.model import Model, ModelImage, ModelRun, Step, TensorSlot
 
-__all__ = ["STAGES", "CompileContext", "CompiledModel", "compile_model", "reference"]
+__all__ = ["STAGES", "TARGETS", "CompileContext", "CompiledModel", "compile_model", "reference"]
 
 Sample = Mapping[str, np.ndarray] | Sequence[np.ndarray] | np.ndarray
+
+#: What :func:`compile_model` compiles for: the accelerator (int8, CPU steps where partition
+#: leaves them) or the CPU alone (float32, every node a CPU step).
+TARGETS = ("accel", "llvm")
 
 
 @dataclass
@@ -115,6 +126,7 @@ class CompileContext:
     image: ModelImage | None = None
     calibration_method: CalibrationMethod | str = "mse"
     quantization: tuple[QuantRecord, ...] = ()
+    target: str = "accel"
 
     def __str__(self) -> str:
         if self.image is not None:
@@ -141,6 +153,8 @@ def _import(ctx: CompileContext) -> CompileContext:
 
 def _quantize(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.graph)
+    if ctx.target == "llvm":  # the CPU computes the float graph itself
+        return replace(ctx, qgraph=graph)
     calibration = calibrate(graph, ctx.samples)
     mul_bits = ctx.env.cfg.mul_arg_bits
     qgraph, records = quantize_with_records(
@@ -154,7 +168,11 @@ def _quantize(ctx: CompileContext) -> CompileContext:
 
 
 def _partition(ctx: CompileContext) -> CompileContext:
-    parts = partition(_made(ctx.qgraph), ctx.env.cfg, cpu_only=ctx.cpu_only)
+    graph = _made(ctx.qgraph)
+    forced = ctx.cpu_only
+    if ctx.target == "llvm":
+        forced = tuple(node.name for node in graph.nodes)
+    parts = partition(graph, ctx.env.cfg, cpu_only=forced)
     return replace(ctx, partition=parts)
 
 
@@ -263,6 +281,7 @@ def compile_model(
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
     calibration_method: str | CalibrationMethod = "mse",
+    target: str = "accel",
 ) -> CompiledModel:
     """Compile ``model`` (an ONNX model, path or bytes; a ``torch.nn.Module``; or a
     :class:`Graph`) for ``cfg`` (a configuration, preset name or file), through
@@ -275,10 +294,17 @@ def compile_model(
     input dimensions; ``progress(stage)`` is called as each stage starts;
     ``calibration_method`` chooses each activation's scale from the samples (a spec of
     :data:`~compiler.graph.passes.calibrate.CALIBRATION_METHODS`: ``"mse"``, ``"max"``,
-    ``"percentile:99.9"``, ``"entropy"``; an unknown one is a GraphError). The compiled model
-    holds no machine code: the host that runs it builds its CPU kernels
-    (:mod:`runtime.model.kernels`).
+    ``"percentile:99.9"``, ``"entropy"``; an unknown one is a GraphError). ``target``: one of
+    :data:`TARGETS`, ``"accel"`` (the default) or ``"llvm"`` (the whole model in float32 on the
+    CPU, every node a CPU step; the samples only fix the inputs' shapes, and
+    ``CompiledModel.graph`` is the float graph; module docstring). The compiled model holds no
+    machine code: the host that runs it builds its CPU kernels (:mod:`runtime.model.kernels`).
     """
+    if target not in TARGETS:
+        raise CompileError(
+            f"unknown target {target!r} (targets: {', '.join(TARGETS)}; a CPU model's kernels "
+            "are built for the host that runs it)"
+        )
     cfg = AccelConfig.resolve(cfg)
     keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
     forced = tuple(node_names(cpu_only, "cpu_only"))
@@ -287,7 +313,15 @@ def compile_model(
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")
     request = CompileContext(
-        model, Env(cfg), samples, keep, forced, input_shapes, name, calibration_method=method
+        model,
+        Env(cfg),
+        samples,
+        keep,
+        forced,
+        input_shapes,
+        name,
+        calibration_method=method,
+        target=target,
     )
     stages = _Stages(len(running_passes()) + 1, progress)
     with instrumented(stages):

@@ -8,13 +8,20 @@ linked into a shared library; ``runtime`` builds it on the host that loads a mod
 step's description (the model file carries no machine code: :mod:`runtime.model.kernels`), and
 calls it through ctypes, with one pointer per input, then the output, into the model's DRAM
 image. Each expression is the numpy kernel's arithmetic exactly (float32 division, rounding
-half to even, saturation), so both give the same bytes. Any other CPU step keeps its numpy
-kernel (:mod:`runtime.opset`).
+half to even, saturation), so both give the same bytes.
+
+The float32 steps that dominate real models (convolutions, products, pooling, the elementwise
+operators: :data:`~compiler.model.cpu_kernels_float.FLOAT_OPS`, whose module states how close
+each is to its numpy kernel) are declared from the same description through the tuned CPU
+templates and called the same way, with one pointer per input slot (data, weights, bias:
+parameters are slots of the DRAM image too). Any other CPU step, and any attribute combination
+a declaration does not handle, keeps its numpy kernel (:mod:`runtime.opset`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import tempfile
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -24,6 +31,7 @@ from typing import Any
 from compiler import te
 from compiler.codegen import codegen
 from compiler.lower import lower
+from compiler.model.cpu_kernels_float import FLOAT_OPS
 from compiler.schedule import create_schedule
 from compiler.te import Tensor
 from runtime.model import LIBRARY_ENTRY, TensorSlot
@@ -100,26 +108,39 @@ def cpu_library(
     op: str, inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any], target: str
 ) -> bytes | None:
     """The shared library (its bytes) computing CPU step ``op`` for ``target``, or None where
-    the step keeps its numpy kernel."""
+    the step keeps its numpy kernel. The library's entry takes one pointer per input slot, in
+    the step's order, then the output's, then the parallel launcher."""
     declare = LIBRARY_OPS.get(op)
-    if declare is None or len(inputs) != 1:
-        return None
-    x = te.placeholder(inputs[0].shape, inputs[0].dtype, "x")
-    out = declare(x, output, **attrs)
-    s = create_schedule(out)
-    inner = s[out].op.axis[-1]
-    if output.shape[-1] % 4 == 0:
-        s[out].vectorize(inner)
-    module = codegen(lower(s, [x, out], LIBRARY_ENTRY), target)
+    if declare is not None:
+        if len(inputs) != 1:
+            return None
+        x = te.placeholder(inputs[0].shape, inputs[0].dtype, "x")
+        out = declare(x, output, **attrs)
+        s = create_schedule(out)
+        inner = s[out].op.axis[-1]
+        if output.shape[-1] % 4 == 0:
+            s[out].vectorize(inner)
+        args = [x, out]
+    else:
+        declared = FLOAT_OPS[op](inputs, output, attrs) if op in FLOAT_OPS else None
+        if declared is None:
+            return None
+        s, args = declared
+        # a declaration may read a slot flat (its bytes are contiguous), never past its end
+        sizes = [math.prod(t.shape) for t in args]
+        if sizes != [math.prod(slot.shape) for slot in (*inputs, output)]:
+            return None
+    module = codegen(lower(s, args, LIBRARY_ENTRY), target)
     with tempfile.TemporaryDirectory() as scratch:
         return module.export_library(Path(scratch) / "step.so").read_bytes()
 
 
 class LlvmKernels:
     """The host's kernel builder (:class:`runtime.model.kernels.KernelBuilder`): the operators
-    of :data:`LIBRARY_OPS`, compiled for this host's CPU."""
+    of :data:`LIBRARY_OPS` and :data:`~compiler.model.cpu_kernels_float.FLOAT_OPS`, compiled
+    for this host's CPU."""
 
-    ops = frozenset(LIBRARY_OPS)
+    ops = frozenset(LIBRARY_OPS) | frozenset(FLOAT_OPS)
 
     def target(self) -> str:
         """This host's triple, CPU and features, and a digest of the compiler's sources (a

@@ -6,12 +6,13 @@ the host: their native kernel where this host has one (:mod:`runtime.model.kerne
 from the step's description, never carried by the file), their numpy kernel otherwise; all on
 views of the same image) and returns the outputs with a
 :class:`ModelReport`: per step where and how it ran, its cycles, GEMM utilisation, DRAM bytes
-and host time, and the totals.
+and host time, and the totals. A model without accelerator steps (compiled with
+``target="llvm"``) runs with ``device="cpu"`` too (no device is opened); a model with
+accelerator steps refuses it (:class:`~runtime.devices.DeviceError`).
 """
 
 from __future__ import annotations
 
-import ctypes
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from isa import VtaforgeError
-from runtime.devices import Device, RunStats, open_device
+from runtime.devices import Device, DeviceError, RunStats, open_device
 from runtime.model.image import ModelFormatError, ModelImage, Step
 from runtime.model.kernels import HostKernels, kernel_builder
 from runtime.model.report import ModelReport, StepReport
@@ -62,7 +63,9 @@ class Model:
         self.image = image
         self.cfg = image.config
         self.fallbacks: dict[str, str] = {}
-        self._libraries: dict[int, Callable[..., None]] = {}
+        # per step with a native kernel: the kernel and its slots' byte offsets in DRAM (the
+        # inputs', then the output's)
+        self._libraries: dict[int, tuple[Callable[..., None], tuple[int, ...]]] = {}
         if not native_kernels:
             return
         kernels = HostKernels(kernel_builder(), kernel_cache)
@@ -77,7 +80,7 @@ class Model:
                 self.fallbacks[step.node] = f"{type(err).__name__}: {err}"
                 continue
             if kernel is not None:
-                self._libraries[index] = kernel
+                self._libraries[index] = (kernel, tuple(slot.address for slot in slots))
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -97,31 +100,41 @@ class Model:
         after_step: Callable[[Step, np.ndarray], None] | None = None,
         **options: Any,
     ) -> ModelRun:
-        """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, or a device
-        object) and return the outputs and the report; ``progress(step)`` is called as each
+        """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, a device
+        object, or ``"cpu"`` for a model without accelerator steps) and return the outputs and
+        the report; ``progress(step)`` is called as each
         step starts, ``after_step(step, dram)`` as each ends, with the DRAM image (to read
         the step's outputs through their slots' views, as ``vtaforge compare`` does; writing
         it changes the run)."""
         feeds = self._feeds(inputs)
-        runner = open_device(device, self.cfg, **options) if isinstance(device, str) else device
+        runner: Device | None
+        if device == "cpu":
+            self._check_cpu_only(options)
+            runner = None
+        elif isinstance(device, str):
+            runner = open_device(device, self.cfg, **options)
+        else:
+            runner = device
         dram = np.zeros(self.image.dram_bytes, np.uint8)
         dram[: len(self.image.params)] = np.frombuffer(self.image.params, np.uint8)
         for name, array in feeds.items():
             self.image.tensors[name].view(dram)[...] = array
         reports, cycle_stats = [], []
+        base = dram.ctypes.data  # the slots' offsets were checked against the size at load
         for index, step in enumerate(self.image.steps):
             if progress is not None:
                 progress(step)
             started = time.perf_counter()
             library = self._libraries.get(index)
             if library is not None:
-                slots = (self.image.tensors[v] for v in (*step.inputs, *step.outputs))
-                library(*(ctypes.c_void_p(slot.view(dram).ctypes.data) for slot in slots), None)
+                kernel, offsets = library
+                kernel(*[base + offset for offset in offsets], None)
                 seconds = time.perf_counter() - started
                 reports.append(
                     StepReport(step.node, step.op, "cpu", seconds, macs=step.macs, kernel="llvm")
                 )
             elif step.program is not None:
+                assert runner is not None  # a model with a program refuses "cpu"
                 stats = runner.run(step.program, dram)
                 detail = getattr(runner, "last_stats", None)
                 if detail is not None:
@@ -136,8 +149,21 @@ class Model:
             if after_step is not None:
                 after_step(step, dram)
         outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
-        report = ModelReport(self.image.name, self.cfg, tuple(reports), runner.kind.value)
+        kind = "cpu" if runner is None else runner.kind.value
+        report = ModelReport(self.image.name, self.cfg, tuple(reports), kind)
         return ModelRun(outputs, report, cycle_stats)
+
+    def _check_cpu_only(self, options: Mapping[str, Any]) -> None:
+        """Check that ``device="cpu"`` can run this model: no accelerator step, no option."""
+        accel = [s.node for s in self.image.steps if s.program is not None]
+        if accel:
+            raise DeviceError(
+                f"device cpu: model {self.image.name!r} has {len(accel)} accelerator steps "
+                f"(the first: {accel[0]!r}); run it on fsim, sim, rtl or pynq, or compile it "
+                "with target='llvm'"
+            )
+        if options:
+            raise DeviceError(f"device cpu takes no options, got {sorted(options)}")
 
     def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
         names = self.image.inputs

@@ -8,10 +8,14 @@ registers ``vtaforge compile`` under the command line's: ``runtime`` never impor
 keyed by the step's description and the builder's target (``~/.cache/vtaforge/kernels``; the
 ``VTAFORGE_KERNEL_CACHE`` variable moves it). Everywhere else (a board without the compiler,
 a step no builder knows, a build that fails) the step's numpy kernel of :mod:`runtime.opset`
-runs; both give the same bytes.
+runs; both give the same bytes for the quantization, layout and elementwise steps, and sums of
+float products (convolutions, matrix products, average pools) within the builder's stated
+tolerance (another order of the same sums).
 
 A kernel is a shared library exporting :data:`LIBRARY_ENTRY`, called with one pointer per
-input, then the output, into the model's DRAM image, then a null parallel launcher.
+input slot (in the step's order: a convolution's data, weights and bias; parameters are slots
+of the DRAM image like any value), then the output's, into the model's DRAM image, then a null
+parallel launcher (the loops run on the calling thread).
 """
 
 from __future__ import annotations

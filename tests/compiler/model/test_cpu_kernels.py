@@ -1,5 +1,7 @@
-"""The CPU steps compiled into shared libraries give the numpy kernels' bytes exactly (how a
-model's kernels are built, cached and fallen back from: tests/runtime/test_model_kernels.py)."""
+"""The CPU steps compiled into shared libraries give the numpy kernels' bytes exactly, and the
+float32 ones (convolutions, products, pooling, elementwise) their values within the tolerance
+of :mod:`compiler.model.cpu_kernels_float` (how a model's kernels are built, cached and fallen
+back from: tests/runtime/test_model_kernels.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.model.cpu_kernels import cpu_library
+from compiler.model.cpu_kernels_float import FLOAT_OPS
 from runtime.model import TensorSlot
 from runtime.model.kernels import _load
 from runtime.opset import OPERATORS
@@ -111,3 +115,228 @@ def test_pack_weights_library_equals_the_numpy_kernel_and_the_block_formula(
 def test_steps_without_a_declaration_keep_their_numpy_kernel():
     slot = TensorSlot("x", (1, 10), "float32", 0)
     assert cpu_library("Softmax", [slot], slot, {"axis": 1}, "llvm") is None
+
+
+# ----------------------------------------------------------------------- float32 kernels
+def _library_and_numpy(op, arrays, attrs):
+    """``(ours, numpy's)`` outputs of ``op`` on ``arrays``; ours None where the builder
+    declares no kernel for the step."""
+    want = OPERATORS[op].kernel(*arrays, **attrs)
+    slots = [TensorSlot(f"x{k}", a.shape, str(a.dtype), 0) for k, a in enumerate(arrays)]
+    target = TensorSlot("y", want.shape, str(want.dtype), 0)
+    library = cpu_library(op, slots, target, attrs, "llvm")
+    if library is None:
+        return None, want
+    got = np.full(want.shape, np.nan, want.dtype)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "step.so"
+        path.write_bytes(library)
+        entry = _load(path, len(slots) + 1)
+    entry(*(np.ascontiguousarray(a).ctypes.data for a in arrays), got.ctypes.data, None)
+    return got, want
+
+
+def _close(got, want):
+    """The tolerance of sums in another order: 1e-5 of the output's largest magnitude."""
+    assert got is not None
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+
+
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    channels=st.integers(1, 20),
+    out_channels=st.integers(1, 40),
+    size=st.tuples(st.integers(3, 11), st.integers(3, 11)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.integers(1, 3),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    bias=st.booleans(),
+    batch=st.integers(1, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_conv_library_equals_the_numpy_kernel(
+    channels, out_channels, size, kernel, stride, pads, bias, batch, seed
+):
+    rng = np.random.default_rng(seed)
+    arrays = [_f32(rng, batch, channels, *size), _f32(rng, out_channels, channels, *kernel)]
+    if bias:
+        arrays.append(_f32(rng, out_channels))
+    attrs = {"strides": (stride, stride), "pads": pads, "dilations": (1, 1), "groups": 1}
+    _close(*_library_and_numpy("Conv", arrays, attrs))
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    channels=st.integers(1, 40),
+    size=st.integers(3, 12),
+    kernel=st.sampled_from([(3, 3), (5, 5), (3, 1)]),
+    stride=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_depthwise_conv_library_equals_the_numpy_kernel(
+    channels, size, kernel, stride, pads, bias, seed
+):
+    rng = np.random.default_rng(seed)
+    arrays = [_f32(rng, 1, channels, size, size), _f32(rng, channels, 1, *kernel)]
+    if bias:
+        arrays.append(_f32(rng, channels))
+    attrs = {"strides": (stride, stride), "pads": pads, "dilations": (1, 1), "groups": channels}
+    _close(*_library_and_numpy("Conv", arrays, attrs))
+
+
+@pytest.mark.parametrize(
+    ("w_shape", "attrs"),
+    [
+        ((8, 4, 3, 3), {"strides": (1, 1), "pads": (1,) * 4, "dilations": (2, 2), "groups": 1}),
+        ((8, 4, 3, 3), {"strides": (1, 2), "pads": (1,) * 4, "dilations": (1, 1), "groups": 1}),
+        ((8, 2, 3, 3), {"strides": (1, 1), "pads": (1,) * 4, "dilations": (1, 1), "groups": 2}),
+        ((8, 1, 3, 3), {"strides": (1, 1), "pads": (1,) * 4, "dilations": (1, 1), "groups": 4}),
+    ],
+    ids=["dilated", "unequal-strides", "grouped", "depthwise-multiplier-2"],
+)
+def test_conv_cases_without_a_kernel_keep_the_numpy_one(w_shape, attrs):
+    rng = np.random.default_rng(0)
+    got, want = _library_and_numpy("Conv", [_f32(rng, 1, 4, 9, 9), _f32(rng, *w_shape)], attrs)
+    assert got is None and want.shape[1] == 8
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    m=st.integers(1, 9),
+    k=st.integers(1, 40),
+    n=st.integers(1, 40),
+    trans_b=st.booleans(),
+    alpha=st.sampled_from([1.0, 0.5, -2.0]),
+    beta=st.sampled_from([1.0, 0.25]),
+    c=st.sampled_from([None, "row", "column", "full", "scalar"]),
+    seed=st.integers(0, 2**16),
+)
+def test_gemm_library_equals_the_numpy_kernel(m, k, n, trans_b, alpha, beta, c, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [_f32(rng, m, k), _f32(rng, *((n, k) if trans_b else (k, n)))]
+    shapes = {"row": (n,), "column": (m, 1), "full": (m, n), "scalar": ()}
+    if c is not None:
+        arrays.append(_f32(rng, *shapes[c]))
+    attrs = {"alpha": alpha, "beta": beta, "trans_a": False, "trans_b": trans_b}
+    _close(*_library_and_numpy("Gemm", arrays, attrs))
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    lead=st.sampled_from([(), (2,), (2, 3)]),
+    m=st.integers(1, 7),
+    k=st.integers(1, 20),
+    n=st.integers(1, 20),
+    seed=st.integers(0, 2**16),
+)
+def test_matmul_library_equals_the_numpy_kernel(lead, m, k, n, seed):
+    rng = np.random.default_rng(seed)
+    _close(*_library_and_numpy("MatMul", [_f32(rng, *lead, m, k), _f32(rng, k, n)], {}))
+
+
+def test_products_without_a_kernel_keep_the_numpy_one():
+    rng = np.random.default_rng(0)
+    transposed = {"alpha": 1.0, "beta": 1.0, "trans_a": True, "trans_b": False}
+    assert _library_and_numpy("Gemm", [_f32(rng, 4, 3), _f32(rng, 4, 5)], transposed)[0] is None
+    batched = [_f32(rng, 2, 3, 4), _f32(rng, 2, 4, 5)]
+    assert _library_and_numpy("MatMul", batched, {})[0] is None
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    kind=st.sampled_from(["MaxPool", "AveragePool"]),
+    size=st.tuples(st.integers(2, 10), st.integers(2, 10)),
+    kernel=st.integers(1, 3),
+    stride=st.integers(1, 3),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    ceil_mode=st.booleans(),
+    count_include_pad=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_pool_libraries_equal_the_numpy_kernels(
+    kind, size, kernel, stride, pads, ceil_mode, count_include_pad, seed
+):
+    pads = tuple(min(p, kernel - 1) for p in pads)  # the opset's rule: a pad under the window
+    if min(size) + min(pads) < kernel:
+        return
+    x = _f32(np.random.default_rng(seed), 2, 3, *size)
+    attrs = {
+        "kernel": (kernel, kernel),
+        "strides": (stride, stride),
+        "pads": pads,
+        "ceil_mode": ceil_mode,
+        "count_include_pad": count_include_pad,
+        "dilations": (1, 1),
+    }
+    got, want = _library_and_numpy(kind, [x], attrs)
+    if kind == "MaxPool":
+        np.testing.assert_array_equal(got, want)  # a maximum is exact
+    elif got is not None:
+        _close(got, want)
+    else:  # only windows whose divisor varies keep numpy's kernel
+        assert ceil_mode or (any(pads) and not count_include_pad)
+
+
+def test_global_average_pool_library_equals_the_numpy_kernel():
+    x = _f32(np.random.default_rng(3), 2, 5, 7, 6)
+    _close(*_library_and_numpy("GlobalAveragePool", [x], {}))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    op=st.sampled_from(["Add", "Sub", "Mul", "Div"]),
+    shapes=st.sampled_from(
+        [
+            ((1, 8, 5, 5), (1, 8, 5, 5)),
+            ((1, 8, 5, 5), (8, 1, 1)),
+            ((3, 1, 5), (4, 1)),
+            ((2, 7), ()),
+            ((), (3, 4)),
+            ((33,), (33,)),
+        ]
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_binary_libraries_equal_the_numpy_kernels_bit_for_bit(op, shapes, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [_f32(rng, *shape) for shape in shapes]
+    got, want = _library_and_numpy(op, arrays, {})
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    op=st.sampled_from(["Relu", "Clip", "Flatten", "Reshape"]),
+    shape=st.sampled_from([(1, 16, 7, 7), (5,), (2, 3, 1, 1)]),
+    seed=st.integers(0, 2**16),
+)
+def test_unary_libraries_equal_the_numpy_kernels_bit_for_bit(op, shape, seed):
+    x = _f32(np.random.default_rng(seed), *shape) * 4
+    attrs = {
+        "Relu": {},
+        "Clip": {"lo": 0.0, "hi": 6.0},
+        "Flatten": {"axis": 1 if len(shape) > 1 else 0},
+        "Reshape": {"shape": (int(np.prod(shape)),)},
+    }[op]
+    got, want = _library_and_numpy(op, [x], attrs)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_integer_operands_keep_their_numpy_kernels():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert _library_and_numpy("Add", [a, a], {})[0] is None
+    assert set(FLOAT_OPS) >= {"Conv", "Gemm", "MatMul", "MaxPool", "Relu", "Add", "Mul"}
+
+
+@pytest.mark.parametrize("bounds", [(-np.inf, 6.0), (0.0, np.inf), (5.0, -1.0)])
+def test_clip_library_takes_infinite_and_crossed_bounds_as_numpy(bounds):
+    x = _f32(np.random.default_rng(1), 3, 17) * 10
+    got, want = _library_and_numpy("Clip", [x], {"lo": bounds[0], "hi": bounds[1]})
+    np.testing.assert_array_equal(got, want)

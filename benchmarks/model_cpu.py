@@ -1,0 +1,176 @@
+"""Whole float32 models on the CPU: vtaforge's ``target="llvm"`` models beside PyTorch eager and
+onnxruntime, batch 1, one thread.
+
+Models: the ResNet-18- and MobileNetV2-shaped networks of ``tests/compiler/model/zoo_models.py``
+(reduced widths, 32x32 images) and the full-width ResNet-18 of :mod:`compiler.zoo.resnet` at
+224x224, seeded weights. Each is compiled once with ``compile_model(..., target="llvm")`` and
+run by ``Model.run(x, device="cpu")`` twice over: with this host's LLVM kernels (built into a
+fresh cache, the build time reported) and with the numpy kernels only (``native_kernels=False``).
+Peers in the same run: PyTorch eager (``torch.set_num_threads(1)``, ``no_grad``) and onnxruntime
+(CPUExecutionProvider, ``intra_op_num_threads=1``) on the same module and input. The four are
+timed interleaved, one call each per round (ours first in even rounds, last in odd ones), and
+the median of the rounds is reported with each peer's time over ours; every output is checked
+against PyTorch's (1e-4 relative to its largest magnitude). Then the per-operator split of
+both vtaforge runs (the run report's per-step seconds, median over the rounds).
+
+The output names the CPU, its vector width and the load average before and after (timings on
+a shared machine are noisy). Run: ``python benchmarks/model_cpu.py [--rounds N] [--quick]``
+(``--quick``: the small models only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import _harness  # noqa: F401  (puts the repository on sys.path)
+import numpy as np
+import onnxruntime as ort
+import torch
+from _harness import cpu_name, report
+from threadpoolctl import threadpool_limits
+
+from compiler.codegen import Target
+from compiler.model import compile_model
+from compiler.zoo import onnx_bytes
+from compiler.zoo.resnet import resnet18 as full_resnet18
+from runtime.model import Model
+from tests.compiler.model.zoo_models import mobilenet_v2, random_like, resnet18
+
+PEERS = ("vtaforge llvm", "vtaforge numpy", "pytorch", "onnxruntime")
+
+
+def _models(quick: bool) -> list[tuple[str, torch.nn.Module, np.ndarray]]:
+    models = []
+    small = (("resnet18 (zoo, 32x32)", resnet18), ("mobilenet_v2 (zoo, 32x32)", mobilenet_v2))
+    for name, factory in small:
+        module, example = factory()
+        models.append((name, module, random_like(example, 1)[0]))
+    if not quick:
+        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        models.append(("resnet18 (full, 224x224)", full_resnet18(), x))
+    return models
+
+
+def _session(module: torch.nn.Module, x: np.ndarray) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(
+        onnx_bytes(module, x, input_names=["x"]), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _interleaved(runners: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Seconds per call of each runner, ``rounds`` each, one call of each per round."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for k in range(rounds):
+        for name in names if k % 2 == 0 else reversed(names):
+            started = time.perf_counter()
+            runners[name]()
+            times[name].append(time.perf_counter() - started)
+    return times
+
+
+def _split(model: Model, x: np.ndarray, rounds: int) -> dict[str, float]:
+    """Median milliseconds per operator (the steps of one kind summed), and outside the steps,
+    over ``rounds`` runs."""
+    per_round: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(rounds):
+        totals: dict[str, float] = collections.defaultdict(float)
+        started = time.perf_counter()
+        steps = model.run(x, device="cpu").report.steps
+        whole = time.perf_counter() - started
+        for step in steps:
+            totals[step.op] += step.wall_seconds
+        # the executor's own time: the DRAM image, the parameters' copy, the steps' loop
+        totals["(outside the steps)"] = whole - sum(s.wall_seconds for s in steps)
+        for op, seconds in totals.items():
+            per_round[op].append(seconds)
+    return {op: float(np.median(v)) * 1e3 for op, v in per_round.items()}
+
+
+def _bench(name: str, module: torch.nn.Module, x: np.ndarray, rounds: int, cache: Path):
+    compiled = compile_model(module, calibration=[x], target="llvm")
+    started = time.perf_counter()
+    native = Model(compiled.image, kernel_cache=cache)
+    build = time.perf_counter() - started
+    numpy_only = Model(compiled.image, native_kernels=False)
+    session = _session(module, x)
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        expected = module(xt).numpy()
+    runners = {
+        "vtaforge llvm": lambda: native.run(x, device="cpu").output,
+        "vtaforge numpy": lambda: numpy_only.run(x, device="cpu").output,
+        "pytorch": lambda: module(xt).numpy(),
+        "onnxruntime": lambda: session.run(None, {"x": x})[0],
+    }
+    scale = float(np.abs(expected).max())
+    with torch.no_grad():
+        for peer, run in runners.items():  # warm up, and check
+            got = run()
+            error = float(np.abs(got - expected).max()) / scale
+            assert error <= 1e-4, f"{name}: {peer} differs from PyTorch by {error:.2e}"
+        times = _interleaved(runners, rounds)
+    medians = {peer: float(np.median(t)) * 1e3 for peer, t in times.items()}
+    ours = medians["vtaforge llvm"]
+    rows = [
+        [name, peer, ms, medians[peer] / ours if peer != "vtaforge llvm" else 1.0]
+        for peer, ms in medians.items()
+    ]
+    kernels = collections.Counter(s.kernel for s in native.run(x, device="cpu").report.steps)
+    splits = {"llvm": _split(native, x, rounds), "numpy": _split(numpy_only, x, rounds)}
+    return rows, build, dict(kernels), splits, len(compiled.image.steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=21, help="timed calls of each (median)")
+    parser.add_argument("--quick", action="store_true", help="the small models only")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    load_before = os.getloadavg()
+    rows, meta = [], {}
+    with threadpool_limits(limits=1), tempfile.TemporaryDirectory() as scratch:
+        for name, module, x in _models(args.quick):
+            found, build, kernels, splits, steps = _bench(
+                name, module, x, args.rounds, Path(scratch)
+            )
+            rows += found
+            meta[name] = {"steps": steps, "kernels": kernels, "kernel_build_s": build}
+            meta[name]["per_op_ms"] = splits
+            print(f"-- {name}: {steps} steps, kernels {kernels}, built in {build:.1f} s; per op:")
+            ops = sorted(set(splits["llvm"]) | set(splits["numpy"]))
+            for op in ops:
+                llvm, plain = splits["llvm"].get(op), splits["numpy"].get(op)
+                cells = [f"{v:8.3f} ms" if v is not None else " " * 11 for v in (llvm, plain)]
+                print(f"   {op:<28} llvm {cells[0]}   numpy {cells[1]}")
+    load = (load_before, os.getloadavg())
+    host = Target.host()
+    vector = f"{host.model.lanes} x float32 ({host.cpu})"
+    report(
+        "model_cpu",
+        ["model", "runner", "ms (median)", "runner / vtaforge llvm"],
+        rows,
+        cpu=cpu_name(),
+        vector=vector,
+        threads=1,
+        rounds=args.rounds,
+        load_average_before_after=load,
+        torch=torch.__version__,
+        onnxruntime=ort.__version__,
+        numpy=np.__version__,
+        models=meta,
+    )
+    print(f"CPU: {cpu_name()}, vector {vector}; 1 thread; load average before, after: {load}")
+
+
+if __name__ == "__main__":
+    main()
