@@ -13,8 +13,10 @@ accelerator steps refuses it (:class:`~runtime.devices.DeviceError`).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,13 @@ class Model:
         self.image = image
         self.cfg = image.config
         self.fallbacks: dict[str, str] = {}
+        self._images = threading.local()  # each thread's DRAM image, reused run after run
+        self._params = np.frombuffer(image.params, np.uint8)
+        #: Only CPU steps, none writing a parameter: a run writes nothing but its inputs and
+        #: the steps' outputs, so the parameters need no copy between runs.
+        self._params_stay = all(s.program is None for s in image.steps) and not any(
+            image.tensors[v].address < len(image.params) for s in image.steps for v in s.outputs
+        )
         # per step with a native kernel: the kernel and its slots' byte offsets in DRAM (the
         # inputs', then the output's)
         self._libraries: dict[int, tuple[Callable[..., None], tuple[int, ...]]] = {}
@@ -115,11 +124,26 @@ class Model:
             runner = open_device(device, self.cfg, **options)
         else:
             runner = device
-        dram = np.zeros(self.image.dram_bytes, np.uint8)
-        dram[: len(self.image.params)] = np.frombuffer(self.image.params, np.uint8)
-        for name, array in feeds.items():
-            self.image.tensors[name].view(dram)[...] = array
-        reports, cycle_stats = [], []
+        with self._image(keep_params=self._params_stay and after_step is None) as dram:
+            for name, array in feeds.items():
+                self.image.tensors[name].view(dram)[...] = array
+            reports, cycle_stats = self._run_steps(dram, runner, progress, after_step)
+            outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
+        kind = "cpu" if runner is None else runner.kind.value
+        report = ModelReport(self.image.name, self.cfg, tuple(reports), kind)
+        return ModelRun(outputs, report, cycle_stats)
+
+    def _run_steps(
+        self,
+        dram: np.ndarray,
+        runner: Device | None,
+        progress: Callable[[Step], None] | None,
+        after_step: Callable[[Step, np.ndarray], None] | None,
+    ) -> tuple[list[StepReport], list[tuple[str, Any]]]:
+        """Run every step on ``dram`` (see :meth:`run`): each step's report, and the cycle
+        statistics of the accelerator steps where ``runner`` keeps them."""
+        reports: list[StepReport] = []
+        cycle_stats: list[tuple[str, Any]] = []
         base = dram.ctypes.data  # the slots' offsets were checked against the size at load
         for index, step in enumerate(self.image.steps):
             if progress is not None:
@@ -148,10 +172,34 @@ class Model:
                 )
             if after_step is not None:
                 after_step(step, dram)
-        outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
-        kind = "cpu" if runner is None else runner.kind.value
-        report = ModelReport(self.image.name, self.cfg, tuple(reports), kind)
-        return ModelRun(outputs, report, cycle_stats)
+        return reports, cycle_stats
+
+    @contextmanager
+    def _image(self, *, keep_params: bool) -> Iterator[np.ndarray]:
+        """The DRAM image of one run: the parameters, then zeros. This thread's image of its
+        last run is reused (allocating and faulting in a fresh one costs more than the smallest
+        steps), its parameters copied again unless ``keep_params`` (nothing of the last run
+        could have written them); a run inside a run (from a callback) gets an image of its
+        own."""
+        params = len(self._params)
+        nested = getattr(self._images, "busy", False)
+        dram = None if nested else getattr(self._images, "dram", None)
+        if dram is None:
+            dram = np.zeros(self.image.dram_bytes, np.uint8)
+            dram[:params] = self._params
+            if nested:
+                yield dram
+                return
+            self._images.dram = dram
+        else:
+            if not keep_params:
+                dram[:params] = self._params
+            dram[params:] = 0
+        self._images.busy = True
+        try:
+            yield dram
+        finally:
+            self._images.busy = False
 
     def _check_cpu_only(self, options: Mapping[str, Any]) -> None:
         """Check that ``device="cpu"`` can run this model: no accelerator step, no option."""

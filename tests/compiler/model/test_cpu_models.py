@@ -4,6 +4,8 @@ equals the float reference; an accelerator model's float CPU steps use the same 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 import torch
@@ -119,3 +121,30 @@ def test_vtaforge_compile_target_llvm(tmp_path, capsys, monkeypatch):
     run = load_model(out).run(x, device="cpu")
     assert {s.kernel for s in run.report.steps} == {"llvm"}
     assert _relative(run.output, run_torch(module, x)) <= 1e-4
+
+
+@pytest.mark.parametrize("target", ["llvm", "accel"])
+def test_runs_reuse_one_image_without_carrying_anything_over(target, tmp_path):
+    """A model's runs (which reuse one DRAM image per thread) give what a fresh model gives
+    each input: one after another, one inside another (from a step's callback) and from two
+    threads at once."""
+    graph = residual_cnn(5, channels=8, size=8)
+    xs = samples(graph, 4, seed=7)
+    compiled = compile_model(graph, "tiny", calibration=xs[:2], target=target)
+    device = "cpu" if target == "llvm" else "fsim"
+    fresh = [Model(compiled.image, kernel_cache=tmp_path).run(x, device).output for x in xs]
+    model = Model(compiled.image, kernel_cache=tmp_path)
+    for x, want in zip(xs, fresh, strict=True):
+        np.testing.assert_array_equal(model.run(x, device).output, want)
+    inner: list[np.ndarray] = []
+
+    def nested(step, dram):
+        if not inner:
+            inner.append(model.run(xs[1], device).output)
+
+    np.testing.assert_array_equal(model.run(xs[0], device, after_step=nested).output, fresh[0])
+    np.testing.assert_array_equal(inner[0], fresh[1])
+    with ThreadPoolExecutor(2) as pool:
+        outputs = list(pool.map(lambda x: model.run(x, device).output, xs * 3))
+    for got, want in zip(outputs, fresh * 3, strict=True):
+        np.testing.assert_array_equal(got, want)
