@@ -25,8 +25,11 @@ repository's modules (:class:`ImportGraph`: the timing model's RTL-calibration t
 tests/hw and tests/runtime observe isa's timing parameters, for one), the nearest first and, as
 near, the quickest first, ``pytest -x -n 0 -m "not gpu and not ecp5"``. The selected files run
 once unmutated first, together; a file that fails, does not collect or runs no test then is left
-out of every mutant's run (and listed). A line that ends with ``# pragma: no mutate`` is
-skipped. Exit status 0 always (the score is a report).
+out of every mutant's run (and listed). The copy is of the working tree as it is: where git
+lists uncommitted changes of its files, they are named first (someone's unfinished edit can
+leave test files failing unmutated, and so out of the run: mutate a clean checkout or a
+worktree for a score). A line that ends with ``# pragma: no mutate`` is skipped. Exit status 0
+always (the score is a report).
 """
 
 from __future__ import annotations
@@ -451,6 +454,24 @@ def _baseline(scratch: Path, tests: list[str]) -> dict[str, FileRun]:
     return found
 
 
+def uncommitted(root: Path) -> list[str]:
+    """The paths git lists as changed or untracked under ``root`` (none outside a git
+    repository, or without git)."""
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=normal"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return []
+    if done.returncode:
+        return []
+    return [line[3:] for line in done.stdout.splitlines() if line[3:]]
+
+
 def _scratch_copy() -> Path:
     scratch = Path(tempfile.mkdtemp(prefix="vtaforge-mutate-"))
     ignore = shutil.ignore_patterns(
@@ -498,6 +519,11 @@ def main(argv: list[str] | None = None) -> int:
             by_package[package] = sorted(rng.sample(mutants, args.sample), key=Mutant.where)
     if args.list:
         return 0
+    changed = uncommitted(ROOT)
+    if changed:
+        more = f" and {len(changed) - 8} more" if len(changed) > 8 else ""
+        shown = ", ".join(changed[:8]) + more
+        print(f"mutating a working tree with uncommitted changes: {shown}")
     scratch = _scratch_copy()
     try:
         return _run(scratch, by_package, args.timeout)

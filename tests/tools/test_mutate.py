@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tools.mutate import ROOT, FileRun, ImportGraph, _baseline, _tests_for, main, mutants_of
+from tools.mutate import (
+    ROOT,
+    FileRun,
+    ImportGraph,
+    _baseline,
+    _tests_for,
+    main,
+    mutants_of,
+    uncommitted,
+)
 
 #: A small repository: ``pkg`` re-exports ``Thing`` from ``pkg.core``; ``lazy`` names its module
 #: in a table (as isa.lazy's packages do); the console script ``tool`` loads ``ext.plugin``.
@@ -145,3 +154,22 @@ def test_only_runs_the_mutants_of_the_lines_named(capsys):
     line = next(iter(lines))
     main(["--paths", "isa/steps.py", "--only", line, "--list"])
     assert capsys.readouterr().out == f"isa: {lines[line]} mutants in 1 files\n"
+
+
+def test_uncommitted_changes_are_named(tmp_path):
+    """A changed and an untracked file are listed (a scratch copy would carry them); a clean
+    repository and a folder outside git list none."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    assert uncommitted(tmp_path) == []
+    git("init", "-q")
+    (tmp_path / "kept.py").write_text("x = 1\n")
+    git("add", "kept.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    assert uncommitted(tmp_path) == []
+    (tmp_path / "kept.py").write_text("x = 2\n")
+    (tmp_path / "new.py").write_text("y = 1\n")
+    assert sorted(uncommitted(tmp_path)) == ["kept.py", "new.py"]
