@@ -1,20 +1,22 @@
 """Whole float32 models on the CPU: vtaforge's ``target="llvm"`` models beside PyTorch eager and
-onnxruntime, batch 1, one thread.
+onnxruntime, batch 1, one thread (or ``--threads N``).
 
 Models: the ResNet-18- and MobileNetV2-shaped networks of ``tests/compiler/model/zoo_models.py``
 (reduced widths, 32x32 images) and the full-width ResNet-18 of :mod:`compiler.zoo.resnet` at
 224x224, seeded weights. Each is compiled once with ``compile_model(..., target="llvm")`` and
 run by ``Model.run(x, device="cpu")`` twice over: with this host's LLVM kernels (built into a
 fresh cache, the build time reported) and with the numpy kernels only (``native_kernels=False``).
-Peers in the same run: PyTorch eager (``torch.set_num_threads(1)``, ``no_grad``) and onnxruntime
-(CPUExecutionProvider, ``intra_op_num_threads=1``) on the same module and input. The four are
+Peers in the same run: PyTorch eager (``torch.set_num_threads(N)``, ``no_grad``) and onnxruntime
+(CPUExecutionProvider, ``intra_op_num_threads=N``) on the same module and input; ours runs with
+``threads=N`` (the LLVM kernels' parallel loops), numpy with N BLAS threads. The four are
 timed interleaved, one call each per round (ours first in even rounds, last in odd ones), and
 the median of the rounds is reported with each peer's time over ours; every output is checked
 against PyTorch's (1e-4 relative to its largest magnitude). Then the per-operator split of
 both vtaforge runs (the run report's per-step seconds, median over the rounds).
 
 The output names the CPU, its vector width and the load average before and after (timings on
-a shared machine are noisy). Run: ``python benchmarks/model_cpu.py [--rounds N] [--quick]``
+a shared machine are noisy). Run: ``python benchmarks/model_cpu.py [--rounds N] [--quick]
+[--threads N]``
 (``--quick``: the small models only).
 """
 
@@ -57,9 +59,9 @@ def _models(quick: bool) -> list[tuple[str, torch.nn.Module, np.ndarray]]:
     return models
 
 
-def _session(module: torch.nn.Module, x: np.ndarray) -> ort.InferenceSession:
+def _session(module: torch.nn.Module, x: np.ndarray, threads: int) -> ort.InferenceSession:
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     return ort.InferenceSession(
         onnx_bytes(module, x, input_names=["x"]), options, providers=["CPUExecutionProvider"]
@@ -78,14 +80,14 @@ def _interleaved(runners: dict[str, Callable[[], object]], rounds: int) -> dict[
     return times
 
 
-def _split(model: Model, x: np.ndarray, rounds: int) -> dict[str, float]:
+def _split(model: Model, x: np.ndarray, rounds: int, threads: int) -> dict[str, float]:
     """Median milliseconds per operator (the steps of one kind summed), and outside the steps,
     over ``rounds`` runs."""
     per_round: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(rounds):
         totals: dict[str, float] = collections.defaultdict(float)
         started = time.perf_counter()
-        steps = model.run(x, device="cpu").report.steps
+        steps = model.run(x, device="cpu", threads=threads).report.steps
         whole = time.perf_counter() - started
         for step in steps:
             totals[step.op] += step.wall_seconds
@@ -96,18 +98,20 @@ def _split(model: Model, x: np.ndarray, rounds: int) -> dict[str, float]:
     return {op: float(np.median(v)) * 1e3 for op, v in per_round.items()}
 
 
-def _bench(name: str, module: torch.nn.Module, x: np.ndarray, rounds: int, cache: Path):
+def _bench(
+    name: str, module: torch.nn.Module, x: np.ndarray, rounds: int, threads: int, cache: Path
+):
     compiled = compile_model(module, calibration=[x], target="llvm")
     started = time.perf_counter()
     native = Model(compiled.image, kernel_cache=cache)
     build = time.perf_counter() - started
     numpy_only = Model(compiled.image, native_kernels=False)
-    session = _session(module, x)
+    session = _session(module, x, threads)
     xt = torch.from_numpy(x)
     with torch.no_grad():
         expected = module(xt).numpy()
     runners = {
-        "vtaforge llvm": lambda: native.run(x, device="cpu").output,
+        "vtaforge llvm": lambda: native.run(x, device="cpu", threads=threads).output,
         "vtaforge numpy": lambda: numpy_only.run(x, device="cpu").output,
         "pytorch": lambda: module(xt).numpy(),
         "onnxruntime": lambda: session.run(None, {"x": x})[0],
@@ -126,7 +130,10 @@ def _bench(name: str, module: torch.nn.Module, x: np.ndarray, rounds: int, cache
         for peer, ms in medians.items()
     ]
     kernels = collections.Counter(s.kernel for s in native.run(x, device="cpu").report.steps)
-    splits = {"llvm": _split(native, x, rounds), "numpy": _split(numpy_only, x, rounds)}
+    splits = {
+        "llvm": _split(native, x, rounds, threads),
+        "numpy": _split(numpy_only, x, rounds, 1),
+    }
     return rows, build, dict(kernels), splits, len(compiled.image.steps)
 
 
@@ -134,14 +141,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=21, help="timed calls of each (median)")
     parser.add_argument("--quick", action="store_true", help="the small models only")
+    parser.add_argument("--threads", type=int, default=1, help="threads of every runner")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
     rows, meta = [], {}
-    with threadpool_limits(limits=1), tempfile.TemporaryDirectory() as scratch:
+    with threadpool_limits(limits=args.threads), tempfile.TemporaryDirectory() as scratch:
         for name, module, x in _models(args.quick):
             found, build, kernels, splits, steps = _bench(
-                name, module, x, args.rounds, Path(scratch)
+                name, module, x, args.rounds, args.threads, Path(scratch)
             )
             rows += found
             meta[name] = {"steps": steps, "kernels": kernels, "kernel_build_s": build}
@@ -161,7 +169,7 @@ def main() -> None:
         rows,
         cpu=cpu_name(),
         vector=vector,
-        threads=1,
+        threads=args.threads,
         rounds=args.rounds,
         load_average_before_after=load,
         torch=torch.__version__,
@@ -169,7 +177,10 @@ def main() -> None:
         numpy=np.__version__,
         models=meta,
     )
-    print(f"CPU: {cpu_name()}, vector {vector}; 1 thread; load average before, after: {load}")
+    print(
+        f"CPU: {cpu_name()}, vector {vector}; {args.threads} thread(s); load average before, "
+        f"after: {load}"
+    )
 
 
 if __name__ == "__main__":

@@ -10,31 +10,16 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from compiler.errors import CompileError
 from compiler.loop_ir import Buffer, LoweredFunc, Store
 from compiler.visit import walk
+from runtime.parallel import ParallelLauncher
 
 __all__ = ["CompiledFunction", "check_arguments", "output_positions"]
-
-_LAUNCHER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-_BODY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-
-
-def _chunks(extent: int, parts: int) -> list[tuple[int, int]]:
-    parts = max(1, min(parts, extent))
-    step, extra = divmod(extent, parts)
-    bounds, begin = [], 0
-    for part in range(parts):
-        end = begin + step + (1 if part < extra else 0)
-        bounds.append((begin, end))
-        begin = end
-    return bounds
 
 
 def output_positions(func: LoweredFunc) -> tuple[int, ...]:
@@ -115,10 +100,7 @@ class CompiledFunction:
         self._params: tuple[Buffer, ...] = func.params
         self._outputs = output_positions(func)
         self._native = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(self._params) + 1))(address)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        self._local = threading.local()
-        self._launcher = _LAUNCHER(self._launch)
+        self._launcher = ParallelLauncher(func.name)
 
     @property
     def name(self) -> str:
@@ -130,31 +112,5 @@ class CompiledFunction:
         if not isinstance(threads, int) or threads < 1:
             raise CompileError(f"num_threads must be a positive integer, got {num_threads!r}")
         pointers = [a.ctypes.data for a in arrays]
-        self._local.threads = threads
-        self._local.error = None
-        launcher = ctypes.cast(self._launcher, ctypes.c_void_p) if threads > 1 else None
-        self._native(*pointers, launcher)
-        if self._local.error is not None:
-            raise self._local.error
-
-    def _launch(self, body: int, closure: int, extent: int) -> None:
-        """Called from native code for each parallel loop: run its chunks on the pool."""
-        try:
-            run = _BODY(body)
-            chunks = _chunks(extent, self._local.threads)
-            pool = self._thread_pool()
-            futures = [pool.submit(run, b, e, closure) for b, e in chunks[1:]]
-            run(chunks[0][0], chunks[0][1], closure)
-            for future in futures:
-                future.result()
-        except BaseException as error:  # never unwind through native frames
-            self._local.error = error
-
-    def _thread_pool(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=max(1, (os.cpu_count() or 1) - 1),
-                    thread_name_prefix=f"vtaforge-{self.name}",
-                )
-            return self._pool
+        self._native(*pointers, self._launcher.pointer(threads))
+        self._launcher.raise_error()

@@ -29,6 +29,7 @@ from runtime.model.image import ModelFormatError, ModelImage, Step
 from runtime.model.kernels import HostKernels, kernel_builder
 from runtime.model.report import ModelReport, StepReport
 from runtime.opset import OPERATORS
+from runtime.parallel import ParallelLauncher
 
 __all__ = ["Model", "ModelInputError", "ModelRun", "load_model"]
 
@@ -66,6 +67,7 @@ class Model:
         self.cfg = image.config
         self.fallbacks: dict[str, str] = {}
         self._images = threading.local()  # each thread's DRAM image, reused run after run
+        self._launcher = ParallelLauncher(f"model-{image.name}")
         self._params = np.frombuffer(image.params, np.uint8)
         #: Only CPU steps, none writing a parameter: a run writes nothing but its inputs and
         #: the steps' outputs, so the parameters need no copy between runs.
@@ -107,15 +109,19 @@ class Model:
         *,
         progress: Callable[[Step], None] | None = None,
         after_step: Callable[[Step, np.ndarray], None] | None = None,
+        threads: int = 1,
         **options: Any,
     ) -> ModelRun:
         """Run on ``device`` (a kind for ``runtime.open_device`` with ``options``, a device
         object, or ``"cpu"`` for a model without accelerator steps) and return the outputs and
-        the report; ``progress(step)`` is called as each
+        the report; ``threads`` share each native kernel's parallel loops (1: this thread
+        alone); ``progress(step)`` is called as each
         step starts, ``after_step(step, dram)`` as each ends, with the DRAM image (to read
         the step's outputs through their slots' views, as ``vtaforge compare`` does; writing
         it changes the run)."""
         feeds = self._feeds(inputs)
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ModelInputError(f"threads must be a positive integer, got {threads!r}")
         runner: Device | None
         if device == "cpu":
             self._check_cpu_only(options)
@@ -127,7 +133,7 @@ class Model:
         with self._image(keep_params=self._params_stay and after_step is None) as dram:
             for name, array in feeds.items():
                 self.image.tensors[name].view(dram)[...] = array
-            reports, cycle_stats = self._run_steps(dram, runner, progress, after_step)
+            reports, cycle_stats = self._run_steps(dram, runner, threads, progress, after_step)
             outputs = {n: self.image.tensors[n].view(dram).copy() for n in self.image.outputs}
         kind = "cpu" if runner is None else runner.kind.value
         report = ModelReport(self.image.name, self.cfg, tuple(reports), kind)
@@ -137,6 +143,7 @@ class Model:
         self,
         dram: np.ndarray,
         runner: Device | None,
+        threads: int,
         progress: Callable[[Step], None] | None,
         after_step: Callable[[Step, np.ndarray], None] | None,
     ) -> tuple[list[StepReport], list[tuple[str, Any]]]:
@@ -152,7 +159,8 @@ class Model:
             library = self._libraries.get(index)
             if library is not None:
                 kernel, offsets = library
-                kernel(*[base + offset for offset in offsets], None)
+                kernel(*[base + offset for offset in offsets], self._launcher.pointer(threads))
+                self._launcher.raise_error()
                 seconds = time.perf_counter() - started
                 reports.append(
                     StepReport(step.node, step.op, "cpu", seconds, macs=step.macs, kernel="llvm")

@@ -13,6 +13,7 @@ import pytest
 from compiler import CompileError, build, create_schedule, lower, te
 from compiler.codegen import Target, codegen
 from compiler.codegen.runtime import CompiledFunction
+from runtime.parallel import ParallelLauncher
 
 
 @pytest.fixture(scope="module")
@@ -72,23 +73,22 @@ def test_read_only_output_is_refused(saxpy):
         saxpy(*_arrays(), num_threads=0)
 
 
-def test_parallel_loops_run_on_several_threads():
+def test_parallel_loops_run_on_several_threads(monkeypatch):
     """The launcher hands chunks to pool threads: a parallel loop sees more than one thread."""
+    seen = set()
+    original = ParallelLauncher._launch
+
+    def spy(self, body, closure, extent):
+        seen.add(threading.get_ident())
+        original(self, body, closure, extent)
+        seen.update(t.ident for t in threading.enumerate() if t.name.startswith("vtaforge"))
+
+    monkeypatch.setattr(ParallelLauncher, "_launch", spy)  # before the launcher is made
     x = te.placeholder((4,), name="x")
     out = te.compute((4,), lambda i: x[i] + 1.0, name="out")
     s = create_schedule(out)
     s[out].parallel(out.op.axis[0])
     f = build(s, [x, out])
-    seen = set()
-    original = f._launch
-
-    def spy(body, closure, extent):
-        seen.add(threading.get_ident())
-        original(body, closure, extent)
-        seen.update(t.ident for t in threading.enumerate() if t.name.startswith("vtaforge"))
-
-    f._launch = spy
-    f._launcher = type(f._launcher)(spy)
     result = np.zeros(4, np.float32)
     f(np.arange(4, dtype=np.float32), result, num_threads=2)
     np.testing.assert_array_equal(result, [1, 2, 3, 4])

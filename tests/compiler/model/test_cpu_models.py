@@ -148,3 +148,30 @@ def test_runs_reuse_one_image_without_carrying_anything_over(target, tmp_path):
         outputs = list(pool.map(lambda x: model.run(x, device).output, xs * 3))
     for got, want in zip(outputs, fresh * 3, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_threads_share_the_kernels_parallel_loops_with_the_same_result(tmp_path, monkeypatch):
+    """``run(..., threads=2)`` hands the kernels a launcher, which splits their parallel loops
+    (counted here) and gives one thread's bytes; a bad count is a ModelInputError."""
+    from runtime import parallel
+    from runtime.model import ModelInputError
+
+    graph = residual_cnn(6, channels=16, size=8)
+    x = samples(graph, 1)[0]
+    compiled = compile_model(graph, "tiny", calibration=[x], target="llvm")
+    model = Model(compiled.image, kernel_cache=tmp_path)
+    one = model.run(x, device="cpu").output
+    split: list[tuple[int, int]] = []
+    real = parallel.chunks
+
+    def counted(extent: int, parts: int) -> list[tuple[int, int]]:
+        split.append((extent, parts))
+        return real(extent, parts)
+
+    monkeypatch.setattr(parallel, "chunks", counted)
+    two = model.run(x, device="cpu", threads=2).output
+    assert split and all(parts == 2 for _, parts in split)
+    np.testing.assert_array_equal(two, one)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ModelInputError, match="threads must be a positive integer"):
+            model.run(x, device="cpu", threads=bad)
