@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from runtime.cli import Command
+from runtime.cli.common import add_model_inputs
 
 __all__ = ["COMPARE"]
 
@@ -18,14 +19,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "compiled", type=Path, metavar="MODEL.vtaf", help="the model compiled from it"
     )
-    parser.add_argument(
-        "--input",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="X.npy",
-        help="an input array (.npy), once per model input in order, or one .npz by name",
-    )
+    add_model_inputs(parser)
     parser.add_argument(
         "--device",
         default="fsim",
@@ -47,8 +41,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from compiler.cli import ONNX_MODEL
     from compiler.model.compare import compare_model
-    from isa.files import check_file, read_file, read_npy, read_npz
-    from runtime.cli.common import CliError, check_output_file, writing
+    from isa.files import check_file, read_file
+    from runtime.cli.common import CliError, check_output_file, read_model_inputs, writing
     from runtime.cli.run import COMPILED_MODEL
     from runtime.model import ModelImage
 
@@ -59,10 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     check_file(args.model, ONNX_MODEL)  # ONNX reads the path itself
     data = read_file(args.compiled, COMPILED_MODEL)
     image = ModelImage.from_bytes(data, source=str(args.compiled))
-    if len(args.input) == 1 and args.input[0].suffix == ".npz":
-        inputs = read_npz(args.input[0])
-    else:
-        inputs = [read_npy(path) for path in args.input]
+    inputs = read_model_inputs(args.input)
     comparison = compare_model(args.model, image, inputs, args.device)
     print(comparison.to_json() if args.json else comparison.table())
     if args.plot is not None:

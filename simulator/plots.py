@@ -21,7 +21,7 @@ from isa import Stage
 from simulator.errors import ReportError
 from simulator.stats import CycleStats
 
-__all__ = ["roofline_figure", "roofline_png", "timeline_figure", "timeline_png"]
+__all__ = ["pyplot", "roofline_figure", "roofline_png", "timeline_figure", "timeline_png"]
 
 _ROWS = (("load", Stage.LOAD), ("compute", Stage.COMPUTE), ("store", Stage.STORE))
 _COLOURS = {"LOAD": "tab:blue", "GEMM": "tab:orange", "ALU": "tab:green", "STORE": "tab:red"}
@@ -36,7 +36,9 @@ _BURST_ALPHA = 0.6
 _MARKERS = "osD^vP*X"
 
 
-def _pyplot():
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display), imported now (the plots extra
+    installs matplotlib; without it a ModuleNotFoundError saying so)."""
     try:
         import matplotlib
     except ModuleNotFoundError as err:  # pragma: no cover - the plots extra installs it
@@ -52,7 +54,7 @@ def _pyplot():
 def timeline_figure(stats: CycleStats, *, title: str = "") -> Any:
     """The timeline of ``stats`` (a matplotlib Figure): fetch's instruction reads, one row per
     module, then the read and write ports."""
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.patches import Patch
 
     fig, ax = plt.subplots(figsize=(14, 5))
@@ -123,7 +125,7 @@ def roofline_figure(runs: Sequence[tuple[str, CycleStats]]) -> Any:
     operations cannot be placed and are named in a note."""
     if not runs:
         raise ReportError("a roofline needs at least one run")
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5))
     placed = [(label, s) for label, s in runs if s.arithmetic_intensity > 0 and s.gops > 0]
     unplaced = [label for label, s in runs if not (s.arithmetic_intensity > 0 and s.gops > 0)]
@@ -207,6 +209,6 @@ def _near(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 def _save(fig: Any, path: str | Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -36,7 +36,7 @@ from compiler.frontend import import_model
 from compiler.graph.interpret import check_feeds, run_graph
 from compiler.graph.ir import Graph
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
-from runtime.model import Model, ModelImage, Step, TensorSlot
+from runtime.model import Model, ModelImage, ModelInputError, Step, TensorSlot
 from runtime.opset import OPERATORS
 
 __all__ = ["Comparison", "LayerError", "compare_model"]
@@ -139,7 +139,9 @@ class Comparison:
     def plot(self, path: str | Path) -> None:
         """A PNG at ``path``: the SQNR of every layer as bars (inf drawn as the tallest bar
         marked "inf"), the worst in red."""
-        plt = _pyplot()
+        from simulator.plots import pyplot
+
+        plt = pyplot()
         finite = [layer.sqnr_db for layer in self.layers if math.isfinite(layer.sqnr_db)]
         top = max([*finite, 0.0]) * 1.15 or 10.0
         heights = [_bar_height(layer.sqnr_db, top) for layer in self.layers]
@@ -185,7 +187,10 @@ def compare_model(
     if device not in DEVICES:
         raise GraphError(f"compare runs on {' or '.join(DEVICES)}, not {device!r}")
     model = _loaded(compiled, native_kernels)
-    feeds = _feeds(model.image, inputs)
+    try:
+        feeds = model.feeds(inputs)
+    except ModelInputError as err:
+        raise GraphError(f"the compiled model: {err}") from None
     graph = _float_graph(float_model, feeds)
     if set(graph.inputs) != set(feeds):
         raise GraphError(
@@ -223,39 +228,6 @@ def _loaded(compiled: Any, native_kernels: bool) -> Model:
             f"CompiledModel), got {type(compiled).__name__}"
         )
     return Model(image, native_kernels=native_kernels)
-
-
-def _feeds(image: ModelImage, inputs: Any) -> dict[str, np.ndarray]:
-    """``inputs`` by the compiled model's input names, each of its input's shape and dtype."""
-    names = image.inputs
-    if isinstance(inputs, np.ndarray):
-        inputs = [inputs]
-    if not isinstance(inputs, Mapping):
-        inputs = list(inputs)
-        if len(inputs) != len(names):
-            raise GraphError(
-                f"the compiled model takes {len(names)} inputs ({', '.join(names)}), got "
-                f"{len(inputs)}"
-            )
-        inputs = dict(zip(names, inputs, strict=True))
-    unknown = sorted(set(inputs) - set(names))
-    if unknown:
-        raise GraphError(f"the compiled model has no input {unknown[0]!r} (inputs: {names})")
-    feeds = {}
-    for name in names:
-        array, slot = inputs.get(name), image.tensors[name]
-        if array is None:
-            raise GraphError("is not given", tensor=name)
-        if not isinstance(array, np.ndarray):
-            raise GraphError(f"needs a numpy array, got {type(array).__name__}", tensor=name)
-        if array.shape != slot.shape or str(array.dtype) != slot.dtype:
-            raise GraphError(
-                f"the compiled model expects {slot.dtype}{list(slot.shape)}, got "
-                f"{array.dtype}{list(array.shape)}",
-                tensor=name,
-            )
-        feeds[name] = array
-    return feeds
 
 
 def _float_graph(float_model: Any, feeds: Mapping[str, np.ndarray]) -> Graph:
@@ -424,17 +396,3 @@ def _layer_from(record: Mapping[str, Any]) -> LayerError:
         scale=_float_field(record, "scale", optional=True),
         **texts,
     )
-
-
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (no display), imported now."""
-    try:
-        import matplotlib
-    except ModuleNotFoundError as err:  # pragma: no cover - the plots extra installs it
-        raise ModuleNotFoundError(
-            "plots need matplotlib: pip install 'vtaforge[plots]'", name=err.name
-        ) from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt

@@ -29,18 +29,20 @@ from isa import (
     AccelConfig,
     VtaforgeError,
 )
-from isa.files import ASSEMBLY, read_file
+from isa.files import ASSEMBLY, read_file, read_npy, read_npz
 from isa.program import MAGIC
 
 __all__ = [
     "CliError",
     "OutputPathError",
     "add_config_option",
+    "add_model_inputs",
     "check_output_dir",
     "check_output_file",
     "check_report_path",
     "demo_arguments",
     "parse_assignment",
+    "read_model_inputs",
     "read_source",
     "write_arrays",
     "write_output",
@@ -68,6 +70,27 @@ def add_config_option(parser: argparse.ArgumentParser, default: str | None = "de
         help=f"a preset ({', '.join(AccelConfig.preset_names())}) or a JSON file (ours or "
         f"VTA's vta_config.json)",
     )
+
+
+def add_model_inputs(parser: argparse.ArgumentParser) -> None:
+    """``--input X.npy`` (repeated, one per model input in order, or one ``.npz`` by name),
+    required; :func:`read_model_inputs` reads them."""
+    parser.add_argument(
+        "--input",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="X.npy",
+        help="an input array (.npy), once per model input in order, or one .npz by name",
+    )
+
+
+def read_model_inputs(paths: list[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
+    """``--input``'s arrays: one ``.npz`` of arrays by name, or one ``.npy`` per model input
+    (each read within its format's limits)."""
+    if len(paths) == 1 and paths[0].suffix == ".npz":
+        return read_npz(paths[0])
+    return [read_npy(path) for path in paths]
 
 
 def parse_assignment(text: str, option: str) -> tuple[str, str]:

@@ -5,20 +5,21 @@ print its outputs' summary, its per-step report, a trace and plots. The model ru
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from isa.files import FileFormat, read_file, read_npy, read_npz
+from isa.files import FileFormat, read_file
 from runtime.cli.command import Command
 from runtime.cli.common import (
     CliError,
+    add_model_inputs,
     check_output_dir,
     check_output_file,
     check_report_path,
+    read_model_inputs,
     write_arrays,
     write_report,
     writing,
@@ -57,14 +58,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         help="with --device pynq: the board driver on an emulated board here, whose logic is "
         "the Verilated RTL (as rtl's), built for the model unless --bitstream names one",
     )
-    parser.add_argument(
-        "--input",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="X.npy",
-        help="an input array (.npy), once per model input in order, or one .npz by name",
-    )
+    add_model_inputs(parser)
     parser.add_argument("-o", "--output", type=Path, metavar="OUT.npz", help="save the outputs")
     parser.add_argument(
         "--report",
@@ -82,13 +76,6 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "memory timing is the defaults (an ideal memory) unless --timing/--set/--read-latency "
         "change it; rtl simulates its own AXI memory model, as pynq --emulate does."
     )
-
-
-def _load_inputs(paths: Sequence[Path]) -> dict[str, np.ndarray] | list[np.ndarray]:
-    """``--input``: one ``.npz`` of arrays by name, or one ``.npy`` per model input."""
-    if len(paths) == 1 and paths[0].suffix == ".npz":
-        return read_npz(paths[0])
-    return [read_npy(path) for path in paths]
 
 
 def _load_model(path: Path) -> Model:
@@ -141,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     elif args.device == "pynq":
         options["bitstream"] = args.bitstream
     model = _load_model(args.model)
-    inputs = _load_inputs(args.input)
+    inputs = read_model_inputs(args.input)
     board = _emulated_board(model, args.bitstream) if args.emulate else nullcontext(args.device)
     with board as device, progress_bar(len(model.image.steps), "step") as advance:
         result = model.run(inputs, device=device, progress=advance, **options)

@@ -119,7 +119,7 @@ class Model:
         step starts, ``after_step(step, dram)`` as each ends, with the DRAM image (to read
         the step's outputs through their slots' views, as ``vtaforge compare`` does; writing
         it changes the run)."""
-        feeds = self._feeds(inputs)
+        feeds = self.feeds(inputs)
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
             raise ModelInputError(f"threads must be a positive integer, got {threads!r}")
         runner: Device | None
@@ -221,7 +221,10 @@ class Model:
         if options:
             raise DeviceError(f"device cpu takes no options, got {sorted(options)}")
 
-    def _feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+    def feeds(self, inputs: Any) -> dict[str, np.ndarray]:
+        """``inputs`` (one array, a sequence in the model's input order, or a mapping by name)
+        as arrays by input name, each of its slot's shape and dtype; ModelInputError naming
+        the input otherwise."""
         names = self.image.inputs
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]

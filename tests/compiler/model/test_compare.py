@@ -303,7 +303,7 @@ def test_vtaforge_compare_prints_the_table_the_json_and_the_plot(cnn, capsys, tm
     ("case", "words"),
     [
         ("other model", "no value of the float model"),
-        ("wrong shape", "tensor 'x': the compiled model expects float32[1, 3, 16, 16]"),
+        ("wrong shape", "the compiled model: input 'x' expects float32[1, 3, 16, 16]"),
         ("no such file", "missing.vtaf"),
         ("not a png", "--plot"),
     ],
