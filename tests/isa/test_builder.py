@@ -245,6 +245,29 @@ def test_identical_kernels_load_once_and_the_ring_evicts():
     assert dram.tobytes() == bytes(reference)
 
 
+def test_a_kernel_below_the_next_one_stays_resident():
+    """A at 0, then B placed after it at 400: A's rows lie below B's, so A is still resident
+    and running it again loads nothing."""
+    b = ProgramBuilder(TINY)
+    acc = b.alloc("acc", MemId.ACC, 256, np.arange(1024, dtype="<i4"))
+    b.load_2d(acc, sram=0, y_size=1, x_size=256)
+    a, bb = (
+        Kernel(tuple(Uop(dst_idx=(i * 7 + shift) % 256, src_idx=0) for i in range(400)))
+        for shift in (0, 1)
+    )
+    for k in (a, bb, a):
+        b.alu(k, AluOp.ADD, imm=1)
+    out = b.alloc("out", MemId.OUT, 256)
+    b.dep_push(C, S)
+    b.dep_pop(C, S)
+    b.store_2d(out, sram=0, y_size=1, x_size=256)
+    program = b.finish()
+    assert _uop_loads(program) == [0, 400]
+    reference = bytearray(program.dram_extent)
+    reference_run(program, reference)
+    assert _run(program).tobytes() == bytes(reference)
+
+
 # ---------------------------------------------------------------------- tokens
 def test_push_folds_into_the_last_instruction_of_its_stage():
     b = ProgramBuilder(TINY)

@@ -171,6 +171,17 @@ def test_every_format_has_a_named_limit(tmp_path):
     assert COMPILED_MODEL.limit == MAX_MODEL_BYTES
 
 
+def test_a_configuration_file_is_read_up_to_one_mebibyte(tmp_path):
+    """A configuration padded with spaces to 1 MiB loads; one byte more is refused unparsed."""
+    text = AccelConfig.preset("tiny").to_json()
+    path = tmp_path / "padded.json"
+    path.write_text(text + " " * ((1 << 20) - len(text)))
+    assert AccelConfig.load(path) == AccelConfig.preset("tiny")
+    path.write_text(text + " " * ((1 << 20) + 1 - len(text)))
+    with pytest.raises(UserFileError, match="over the limit for configuration files"):
+        AccelConfig.load(path)
+
+
 # ---------------------------------------------------------------------- part 4: calibration
 @pytest.mark.parametrize(
     ("array", "message"),
