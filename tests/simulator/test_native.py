@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,17 @@ def test_the_interpreted_timing_model_agrees_with_the_one_in_use(tmp_path):
     ours = _timings()
     assert len(ours) > 20
     assert json.loads(done.stdout) == ours
+
+
+def test_compiled_modules_names_each_module_loaded_from_a_build(monkeypatch):
+    """Whatever the tree holds (a scratch copy of tools/mutate.py has no build): a module of
+    the package whose file is an extension is listed by its short name, others are not."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    built = types.ModuleType("simulator.fake_built")
+    built.__file__ = f"/somewhere/simulator/fake_built{suffix}"
+    source = types.ModuleType("simulator.fake_source")
+    source.__file__ = "/somewhere/simulator/fake_source.py"
+    monkeypatch.setitem(sys.modules, "simulator.fake_built", built)
+    monkeypatch.setitem(sys.modules, "simulator.fake_source", source)
+    listed = simulator.compiled_modules()
+    assert "fake_built" in listed and "fake_source" not in listed
