@@ -42,8 +42,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device",
         default="sim",
-        choices=("fsim", "sim", "rtl", "pynq"),
-        help="where (default: sim)",
+        choices=("fsim", "sim", "rtl", "pynq", "cpu"),
+        help="where (default: sim; cpu: a model compiled with --target llvm, on this host)",
     )
     parser.add_argument(
         "--bitstream",
@@ -101,13 +101,14 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError("--bitstream and --emulate go with --device pynq")
     if args.device == "pynq" and not (args.bitstream or args.emulate):
         raise CliError("--device pynq needs --bitstream FILE.bit (on a PYNQ board) or --emulate")
-    if (args.trace or args.plots) and args.device in ("fsim", "pynq"):
+    if (args.trace or args.plots) and args.device in ("fsim", "pynq", "cpu"):
         raise CliError("--trace and --plots need a timed device (sim or rtl)")
     timed = args.timing is not None or args.set or args.read_latency is not None
     if timed and args.device != "sim":
         raise CliError(
             f"--timing, --set and --read-latency set the sim device's memory timing; "
-            f"{args.device} has {'none' if args.device == 'fsim' else 'its own AXI memory model'}"
+            f"{args.device} has "
+            f"{'none' if args.device in ('fsim', 'cpu') else 'its own AXI memory model'}"
         )
     for option, path in (("-o", args.output), ("--trace", args.trace)):
         if path is not None:

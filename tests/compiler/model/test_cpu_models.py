@@ -121,6 +121,14 @@ def test_vtaforge_compile_target_llvm(tmp_path, capsys, monkeypatch):
     run = load_model(out).run(x, device="cpu")
     assert {s.kernel for s in run.report.steps} == {"llvm"}
     assert _relative(run.output, run_torch(module, x)) <= 1e-4
+    np.save(tmp_path / "x.npy", x)
+    saved = tmp_path / "y.npz"
+    argv = ["run", str(out), "--device", "cpu", "--input", str(tmp_path / "x.npy")]
+    assert main([*argv, "-o", str(saved)]) == 0
+    assert "steps on cpu" in capsys.readouterr().out
+    np.testing.assert_array_equal(next(iter(np.load(saved).values())), run.output)
+    assert main([*argv, "--trace", str(tmp_path / "t.json")]) == 1
+    assert "need a timed device" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("target", ["llvm", "accel"])
