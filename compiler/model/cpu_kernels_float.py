@@ -269,7 +269,8 @@ def _pool(kind: str) -> Callable[..., Declared | None]:
         fill = float("-inf") if kind == "max" else 0.0
         padded = _padded(x, (pads[0], pads[1]), size, fill)
         s, out = POOL2D(padded, kernel=k, stride=stride, padding=0, kind=kind)
-        s[padded].compute_inline()
+        if not any(pads):  # padding inlined would test every read (2.9 vs 2.1 ms, ResNet-18's)
+            s[padded].compute_inline()
         return s, [x, out]
 
     return declare
