@@ -178,12 +178,12 @@ def test_an_expression_the_alu_cannot_compute(te_fn, op, fragment):
     assert fragment in error.detail
 
 
-def test_an_alu_operand_not_in_the_accumulator():
-    shape = (2, 3, TINY.BATCH, TINY.BLOCK_OUT)
+def _alu_stage_error(shape, compute_r, extra=()) -> CompileError:
+    """The CompileError of building ``C = int8(R)``, ``R = compute_r(X_buf, *extra)`` one ALU
+    stage with ``X`` copied into the accumulator as ``X_buf`` (``extra``: more arguments)."""
     x = te.placeholder(shape, TINY.acc_dtype, "X")
-    y = te.placeholder(shape, TINY.acc_dtype, "Y")
     x_buf = te.compute(shape, lambda *i: x(*i), "X_buf")
-    r = te.compute(shape, lambda *i: x_buf(*i) + y(*i), "R")
+    r = te.compute(shape, compute_r(x_buf, *extra), "R")
     c = te.compute(shape, lambda *i: r(*i).astype(TINY.out_dtype), "C")
     s = create_schedule(c)
     for t in (x_buf, r):
@@ -192,9 +192,16 @@ def test_an_alu_operand_not_in_the_accumulator():
     s[r].pragma(s[r].op.axis[0], TINY.alu)
     s[c].pragma(s[c].op.axis[0], TINY.dma_copy)
     with pytest.raises(CompileError) as info:
-        build(s, [x, y, c], target=TINY.target)
-    assert info.value.tensor == "R"
-    assert "the ALU reads 'Y' from global" in info.value.detail
+        build(s, [x, *extra, c], target=TINY.target)
+    return info.value
+
+
+def test_an_alu_operand_not_in_the_accumulator():
+    shape = (2, 3, TINY.BATCH, TINY.BLOCK_OUT)
+    y = te.placeholder(shape, TINY.acc_dtype, "Y")
+    error = _alu_stage_error(shape, lambda x_buf, y: lambda *i: x_buf(*i) + y(*i), (y,))
+    assert error.tensor == "R"
+    assert "the ALU reads 'Y' from global" in error.detail
 
 
 def test_an_alu_stage_that_reads_rows_it_overwrites_in_place():
@@ -203,20 +210,9 @@ def test_an_alu_stage_that_reads_rows_it_overwrites_in_place():
     itself, the outer ones each other): refused, naming the buffer, not run to a wrong sum."""
     n = 3
     shape = (n, 1, TINY.BATCH, TINY.BLOCK_OUT)
-    x = te.placeholder(shape, TINY.acc_dtype, "X")
-    x_buf = te.compute(shape, lambda *i: x(*i), "X_buf")
-    r = te.compute(shape, lambda i, *e: x_buf(i, *e) + x_buf(n - 1 - i, *e), "R")
-    c = te.compute(shape, lambda *i: r(*i).astype(TINY.out_dtype), "C")
-    s = create_schedule(c)
-    for t in (x_buf, r):
-        s[t].set_scope(TINY.acc_scope)
-    s[x_buf].pragma(s[x_buf].op.axis[0], TINY.dma_copy)
-    s[r].pragma(s[r].op.axis[0], TINY.alu)
-    s[c].pragma(s[c].op.axis[0], TINY.dma_copy)
-    with pytest.raises(CompileError) as info:
-        build(s, [x, c], target=TINY.target)
-    assert info.value.tensor == "R"
-    assert info.value.detail == "the ALU reads rows of 'X_buf' that the same operation writes"
+    error = _alu_stage_error(shape, lambda x_buf: lambda i, *e: x_buf(i, *e) + x_buf(n - 1 - i, *e))
+    assert error.tensor == "R"
+    assert error.detail == "the ALU reads rows of 'X_buf' that the same operation writes"
 
 
 # ------------------------------------------------------------------------------- schedules
