@@ -31,6 +31,7 @@ from isa import (
     MemInsn,
     Opcode,
     Program,
+    ProgramBuilder,
     Stage,
     TimingConfig,
     Uop,
@@ -257,6 +258,28 @@ def test_fetch_streaming_in_bulk_agrees_with_stepped_on_random_programs(seed, cf
     hold an instruction and have room: short queues put that room's end inside the bursts."""
     cfg = cfg.replace(cmd_queue_depth=depth)
     event, stepped = _both(cfg, random_program(cfg, seed), timing)
+    assert event == stepped
+
+
+@pytest.mark.parametrize(("y_size", "x_size", "gap"), [(1, 8, 0), (1, 8, 1), (2, 4, 0), (2, 3, 1)])
+@pytest.mark.parametrize("max_burst_beats", [1, 16])
+def test_narrow_elements_gather_into_a_beat_while_the_store_waits_for_a_burst(
+    y_size, x_size, gap, max_burst_beats
+):
+    """Four OUT elements share a 64-byte beat; with one write outstanding and a slow
+    response the store's reader holds a row while no burst is open: elements keep joining the
+    beat every cycle, so the event-driven scheduler may not skip that time."""
+    cfg = DEFAULT.replace(axi_width=512)
+    builder = ProgramBuilder(cfg)
+    out = builder.alloc("out", MemId.OUT, y_size * (x_size + gap))
+    builder.store_2d(out, sram=0, y_size=y_size, x_size=x_size, x_stride=x_size + gap)
+    timing = TimingConfig(
+        read_latency=1,
+        write_response_latency=4,
+        max_burst_beats=max_burst_beats,
+        outstanding_writes=1,
+    )
+    event, stepped = _both(cfg, builder.finish(), timing)
     assert event == stepped
 
 
