@@ -76,11 +76,12 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target",
-        choices=("accel", "llvm"),
         default="accel",
+        metavar="accel|llvm",
         help="accel (default): int8 on the accelerator, CPU steps where the partition leaves "
         "them; llvm: the whole model in float32 on the CPU (LLVM kernels built by the host "
-        "that runs it), no calibration",
+        "that runs it), no calibration; 'llvm -mcpu=CPU -mattr=...' lays out the weights for "
+        "that CPU rather than this one",
     )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
@@ -282,7 +283,7 @@ def _run(args: argparse.Namespace) -> int:
     total = sum(compiled.stage_seconds.values())
     source = (
         "for the CPU in float32"
-        if args.target == "llvm"
+        if args.target.startswith("llvm")
         else f"from {len(samples)} calibration samples"
     )
     print(

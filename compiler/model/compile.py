@@ -5,7 +5,9 @@ The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants
 ``fold_batch_norm``, ``quantize`` (calibrated on the given samples; fuses conv + bias + relu +
 requantisation and add + relu), ``simplify`` (chains of reshapes and transposes as one node,
 repeated nodes merged), ``split_grouped`` (a grouped or depthwise convolution wider than a
-channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``partition``
+channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``prepack`` (for the
+CPU target: constant convolution weights blocked for its kernels,
+:mod:`compiler.model.prepack`), ``partition``
 (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
 whose lifetimes do not overlap) and ``codegen`` (each accelerator node's template lowered and
@@ -15,11 +17,13 @@ the float and the int8 worlds compiled by the LLVM backend into shared libraries
 runs without the compiler.
 
 ``target`` chooses what the model is compiled for: ``"accel"`` (the default) as above;
-``"llvm"``, the whole model for the host's CPU in float32: ``quantize`` keeps the float graph
-(no calibration, no quantization) and ``partition`` keeps every node on the CPU (as
-``cpu_only`` does), so every step is a CPU step that the host running the model builds an LLVM
-kernel for where the kernel builder declares one (:mod:`compiler.model.cpu_kernels`), else
-runs its numpy kernel.
+``"llvm"`` (or ``"llvm -mcpu=... -mattr=..."``: :meth:`compiler.codegen.Target.parse`), the
+whole model in float32 for that CPU (the host's by default): ``quantize`` keeps the float graph
+(no calibration, no quantization), ``prepack`` blocks the convolutions' weights as that CPU's
+kernels read them, and ``partition`` keeps every node on the CPU (as ``cpu_only`` does), so
+every step is a CPU step that the host running the model builds an LLVM kernel for where the
+kernel builder declares one (:mod:`compiler.model.cpu_kernels`), else runs its numpy
+kernel.
 
 Each stage is a :class:`~compiler.pipeline.Pass` over a :class:`CompileContext`, run by the
 one pass runner (:func:`compiler.pipeline.run_pipeline`), so the instruments that time, dump
@@ -38,6 +42,7 @@ import numpy as np
 
 from compiler.accel.emit import generate
 from compiler.accel.env import Env
+from compiler.codegen.target import Target
 from compiler.errors import CompileError, GraphError
 from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
@@ -51,6 +56,7 @@ from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
+from compiler.model.prepack import prepack_weights
 from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, running_passes
 from isa import UOP_BYTES, AccelConfig
 from runtime.model import Model, ModelImage, ModelRun, Step, TensorSlot
@@ -151,9 +157,14 @@ def _import(ctx: CompileContext) -> CompileContext:
     return replace(ctx, graph=graph)
 
 
+def _on_cpu(ctx: CompileContext) -> bool:
+    """Whether ``ctx`` compiles for the CPU (``llvm [options]``), not the accelerator."""
+    return ctx.target.split()[0] == "llvm"
+
+
 def _quantize(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.graph)
-    if ctx.target == "llvm":  # the CPU computes the float graph itself
+    if _on_cpu(ctx):  # the CPU computes the float graph itself
         return replace(ctx, qgraph=graph)
     calibration = calibrate(graph, ctx.samples)
     mul_bits = ctx.env.cfg.mul_arg_bits
@@ -170,10 +181,16 @@ def _quantize(ctx: CompileContext) -> CompileContext:
 def _partition(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.qgraph)
     forced = ctx.cpu_only
-    if ctx.target == "llvm":
+    if _on_cpu(ctx):
         forced = tuple(node.name for node in graph.nodes)
     parts = partition(graph, ctx.env.cfg, cpu_only=forced)
     return replace(ctx, partition=parts)
+
+
+def _prepack(ctx: CompileContext) -> CompileContext:
+    if not _on_cpu(ctx):
+        return ctx
+    return replace(ctx, qgraph=prepack_weights(_made(ctx.qgraph), ctx.target))
 
 
 def _plan(ctx: CompileContext) -> CompileContext:
@@ -239,6 +256,7 @@ STAGES: tuple[Pass[CompileContext], ...] = (
         "split_grouped",
         lambda c: replace(c, qgraph=split_grouped(_made(c.qgraph), c.env, keep=c.cpu_only)),
     ),
+    Pass("prepack", _prepack),
     Pass("partition", _partition),
     Pass("plan", _plan),
     Pass("codegen", _generate),
@@ -295,16 +313,12 @@ def compile_model(
     ``calibration_method`` chooses each activation's scale from the samples (a spec of
     :data:`~compiler.graph.passes.calibrate.CALIBRATION_METHODS`: ``"mse"``, ``"max"``,
     ``"percentile:99.9"``, ``"entropy"``; an unknown one is a GraphError). ``target``: one of
-    :data:`TARGETS`, ``"accel"`` (the default) or ``"llvm"`` (the whole model in float32 on the
-    CPU, every node a CPU step; the samples only fix the inputs' shapes, and
+    :data:`TARGETS`, ``"accel"`` (the default) or ``"llvm [-mcpu=...]"`` (the whole model in
+    float32 on the CPU, every node a CPU step; the samples only fix the inputs' shapes, and
     ``CompiledModel.graph`` is the float graph; module docstring). The compiled model holds no
     machine code: the host that runs it builds its CPU kernels (:mod:`runtime.model.kernels`).
     """
-    if target not in TARGETS:
-        raise CompileError(
-            f"unknown target {target!r} (targets: {', '.join(TARGETS)}; a CPU model's kernels "
-            "are built for the host that runs it)"
-        )
+    _check_target(target)
     cfg = AccelConfig.resolve(cfg)
     keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
     forced = tuple(node_names(cpu_only, "cpu_only"))
@@ -335,6 +349,18 @@ def compile_model(
         stages.seconds,
         done.quantization,
     )
+
+
+def _check_target(target: str) -> None:
+    """Refuse a ``target`` that is not one of :data:`TARGETS` (the CPU's with valid options)."""
+    words = target.split() if isinstance(target, str) else []
+    if not words or words[0] not in TARGETS or (words[0] == "accel" and len(words) > 1):
+        raise CompileError(
+            f"unknown target {target!r} (targets: {', '.join(TARGETS)}, 'llvm' with the CPU's "
+            "options: 'llvm -mcpu=haswell')"
+        )
+    if words[0] == "llvm":
+        Target.parse(target)
 
 
 def _codegen(plan: Plan, env: Env, name: str) -> ModelImage:

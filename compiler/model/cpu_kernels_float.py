@@ -8,7 +8,8 @@ order, then the output), or None where the step keeps its numpy kernel.
   :func:`~compiler.templates.nchwc_block`), the data blocked and padded and the weights blocked
   inside the kernel, the output unblocked with the bias added; depthwise (a group per input
   channel, multiplier 1): :data:`~compiler.templates.DEPTHWISE_CONV2D` on data padded inside
-  the kernel. Any pads (asymmetric ones too).
+  the kernel. Any pads (asymmetric ones too). ``PackedConv`` (the weights blocked at compile
+  time, :mod:`compiler.model.prepack`): the same template reading them as they are.
 - ``Gemm`` (no ``trans_a``) and ``MatMul`` (a right operand of rank 2): the
   :data:`~compiler.templates.MATMUL` template (the right operand packed into panels inside the
   kernel, constant or not; a dense layer of at most four rows: one dot product per output),
@@ -54,7 +55,7 @@ from compiler.templates import (
 )
 from runtime.model import TensorSlot
 
-__all__ = ["FLOAT_OPS", "Declared"]
+__all__ = ["FLOAT_OPS", "Declared", "nchwc_conv"]
 
 #: A declared kernel: its schedule and its arguments (the inputs' placeholders, the output).
 Declared = tuple[Schedule, list[Tensor]]
@@ -104,46 +105,71 @@ def _window_size(out: int, kernel: int, stride: int) -> int:
 
 
 # --------------------------------------------------------------------------- convolution
+def nchwc_conv(strides: Sequence[int], dilations: Sequence[int], groups: int) -> bool:
+    """Whether a float32 2-D convolution of these attributes runs as the NCHWc template (and
+    so may have its weights blocked at compile time: ``PackedConv``)."""
+    return groups == 1 and tuple(dilations) == (1, 1) and strides[0] == strides[1]
+
+
 def _conv(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
-    strides, pads = tuple(attrs["strides"]), tuple(attrs["pads"])
-    groups, dilations = attrs["groups"], tuple(attrs["dilations"])
+    strides, groups, dilations = attrs["strides"], attrs["groups"], tuple(attrs["dilations"])
     if not _all_float(inputs, output) or dilations != (1, 1) or strides[0] != strides[1]:
         return None
     x_slot, w_slot = inputs[0], inputs[1]
     if len(x_slot.shape) != 4 or len(w_slot.shape) != 4:
         return None
     c = x_slot.shape[1]
-    o, per_group, kh, kw = w_slot.shape
-    _, _, oh, ow = output.shape
-    stride = strides[0]
-    size = (_window_size(oh, kh, stride), _window_size(ow, kw, stride))
+    o, per_group = w_slot.shape[:2]
     args = _placeholders(inputs)
     x, w = args[0], args[1]
     bias = args[2] if len(args) == 3 else None
     if groups == 1:
-        s, out = _conv_nchwc(x, w, bias, (pads[0], pads[1]), size, stride, output.shape)
+        ic, oc = nchwc_block(c), nchwc_block(o, out_width=output.shape[3])
+        kernel = te.compute(
+            (o // oc, c // ic, *w.shape[2:], ic, oc),
+            lambda f, k, y, z, i, j: w[f * oc + j, k * ic + i, y, z],
+            name="kernel.OIHWio",
+        )
+        s, out = _conv_nchwc(x, kernel, bias, attrs, output.shape)
     elif groups == c == o and per_group == 1:
-        s, out = _depthwise(x, w, bias, (pads[0], pads[1]), size, stride)
+        s, out = _depthwise(x, w, bias, attrs, output.shape)
     else:
         return None
     return s, [*args, out]
 
 
-def _conv_nchwc(x, w, bias, before, size, stride, out_shape) -> tuple[Schedule, Tensor]:
+def _packed_conv(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
+    """``PackedConv``: the NCHWc template reading the weights as the compiler blocked them."""
+    strides, dilations = tuple(attrs["strides"]), tuple(attrs["dilations"])
+    if not _all_float(inputs, output) or not nchwc_conv(strides, dilations, attrs["groups"]):
+        return None
+    if len(inputs[0].shape) != 4 or len(inputs[1].shape) != 6:
+        return None
+    args = _placeholders(inputs)
+    bias = args[2] if len(args) == 3 else None
+    s, out = _conv_nchwc(args[0], args[1], bias, attrs, output.shape)
+    return s, [*args, out]
+
+
+def _geometry(attrs: dict[str, Any], kernel: tuple[int, int], out_shape: tuple[int, ...]):
+    """A convolution's stride, its padding before the data (top, left) and the extent of
+    padded data its windows read."""
+    stride, pads = attrs["strides"][0], attrs["pads"]
+    size = tuple(_window_size(out_shape[2 + k], kernel[k], stride) for k in range(2))
+    return stride, (pads[0], pads[1]), size
+
+
+def _conv_nchwc(x, kernel, bias, attrs, out_shape) -> tuple[Schedule, Tensor]:
+    """The NCHWc template over ``x`` (NCHW) blocked and padded inside the kernel and
+    ``kernel`` (O/o, C/i, KH, KW, i, o), its output unblocked with the bias added."""
     n, c, _, _ = x.shape
-    o, _, kh, kw = w.shape
-    ow = out_shape[3]
-    ic, oc = nchwc_block(c), nchwc_block(o, out_width=ow)
+    ic, oc = kernel.shape[4], kernel.shape[5]
+    stride, before, size = _geometry(attrs, kernel.shape[2:4], out_shape)
     padded = _padded(x, before, size, 0.0)
     data = te.compute(
         (n, c // ic, *size, ic),
         lambda b, k, y, z, v: padded[b, k * ic + v, y, z],
         name="data.NCHWc",
-    )
-    kernel = te.compute(
-        (o // oc, c // ic, kh, kw, ic, oc),
-        lambda f, k, y, z, i, j: w[f * oc + j, k * ic + i, y, z],
-        name="kernel.OIHWio",
     )
     template, blocked = CONV2D_NCHWC(data, kernel, stride=stride, padding=0)
 
@@ -157,7 +183,8 @@ def _conv_nchwc(x, w, bias, before, size, stride, out_shape) -> tuple[Schedule, 
     return s, out
 
 
-def _depthwise(x, w, bias, before, size, stride) -> tuple[Schedule, Tensor]:
+def _depthwise(x, w, bias, attrs, out_shape) -> tuple[Schedule, Tensor]:
+    stride, before, size = _geometry(attrs, w.shape[2:4], out_shape)
     padded = _padded(x, before, size, 0.0)
     template, out = DEPTHWISE_CONV2D(padded, w, stride=stride, padding=0)
     if bias is None:
@@ -333,6 +360,7 @@ def _clip(x: Any, *, lo: float, hi: float) -> Any:
 #: slots, the output slot and the step's attributes and returns :data:`Declared` or None.
 FLOAT_OPS: dict[str, Callable[..., Declared | None]] = {
     "Conv": _conv,
+    "PackedConv": _packed_conv,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "MaxPool": _pool("max"),

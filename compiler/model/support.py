@@ -20,7 +20,7 @@ from compiler.frontend.onnx_node import CONVERTERS as ONNX_CONVERTERS
 from compiler.graph.ir import Op
 from compiler.graph.passes.quantize import PASS_THROUGH, QUANTIZE_RULES
 from compiler.model.accel_lowering import ACCEL_TEMPLATES
-from compiler.model.cpu_kernels import LIBRARY_OPS
+from compiler.model.cpu_kernels import LLVM_KERNELS
 from runtime.opset import OPERATORS, Origin
 
 __all__ = ["SupportRow", "format_matrix", "support_matrix"]
@@ -96,7 +96,7 @@ def support_matrix() -> list[SupportRow]:
                 True,
                 _quantize(op),
                 accel,
-                "llvm" if name in LIBRARY_OPS else "numpy",
+                "llvm" if name in LLVM_KERNELS.ops else "numpy",
             )
         )
     return rows

@@ -173,6 +173,9 @@ class Origin(StrEnum):
     QUANTIZED = "quantized"
     #: a layout change that the model planner inserts between the CPU and the accelerator
     LAYOUT = "layout"
+    #: an operator of another origin whose constant operands the CPU target laid out at
+    #: compile time for its kernels (weights pre-packed into their blocks)
+    CPU = "cpu"
 
 
 def broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

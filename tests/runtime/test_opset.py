@@ -26,6 +26,7 @@ from runtime.opset import (
     TensorType,
 )
 from runtime.opset.base import MANY
+from runtime.opset.linear import block_conv_weights, unblock_conv_weights
 
 
 @pytest.mark.parametrize("name", list(OPERATORS))
@@ -215,3 +216,50 @@ def test_a_convolutions_macs_are_the_products_its_kernel_sums(
     y = conv.kernel(*ones, **dataclasses.asdict(attrs))
     assert y.shape == outputs[0].shape
     assert conv.macs(attrs, [x, w], outputs) == int(y.sum())
+
+
+@given(
+    blocks=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    widths=st.tuples(st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 4])),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    stride=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_a_packed_convolution_is_the_convolution_of_its_unblocked_weights(
+    blocks, widths, kernel, stride, pads, bias, seed
+):
+    """PackedConv (weights blocked at compile time for the CPU's NCHWc kernels): blocking
+    inverts, each weight lands where the docstring says, and type rule, kernel and MACs are
+    Conv's over the plain weights, bit for bit."""
+    (cb, ob), (ib, oc) = blocks, widths
+    c, o = cb * ib, ob * oc
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, c, 4, 5)).astype(np.float32)
+    w = rng.standard_normal((o, c, *kernel)).astype(np.float32)
+    inputs = [x, w, rng.standard_normal(o).astype(np.float32)][: 3 if bias else 2]
+    blocked = block_conv_weights(w, ib, oc)
+    assert blocked.shape == (ob, cb, *kernel, ib, oc)
+    f, k, i, j = ob - 1, cb - 1, ib - 1, oc - 1
+    assert blocked[f, k, 0, 0, i, j] == w[f * oc + j, k * ib + i, 0, 0]
+    np.testing.assert_array_equal(unblock_conv_weights(blocked), w)
+    attrs = ConvAttrs((stride, stride), pads, (1, 1), 1)
+    fields = dataclasses.asdict(attrs)
+    conv, packed = OPERATORS["Conv"], OPERATORS["PackedConv"]
+    types = [TensorType(a.shape, "float32") for a in inputs]
+    packed_types = [types[0], TensorType(blocked.shape, "float32"), *types[2:]]
+    assert packed.output_types(attrs, packed_types) == conv.output_types(attrs, types)
+    want = conv.kernel(*inputs, **fields)
+    np.testing.assert_array_equal(packed.kernel(x, blocked, *inputs[2:], **fields), want)
+    outputs = conv.output_types(attrs, types)
+    assert packed.macs(attrs, packed_types, outputs) == conv.macs(attrs, types, outputs)
+
+
+def test_a_packed_convolution_refuses_plain_weights_and_groups():
+    x, plain = TensorType((1, 4, 5, 5)), TensorType((4, 4, 3, 3))
+    with pytest.raises(OperandError, match="needs blocked weights"):
+        OPERATORS["PackedConv"].output_types(ConvAttrs(), [x, plain])
+    blocked = TensorType((2, 1, 3, 3, 2, 2))
+    with pytest.raises(OperandError, match="needs one group"):
+        OPERATORS["PackedConv"].output_types(ConvAttrs(groups=2), [x, blocked])

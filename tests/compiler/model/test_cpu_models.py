@@ -57,7 +57,7 @@ def test_the_cpu_model_saves_runs_from_its_file_and_on_any_device_name(tmp_path,
     model = load_model(tmp_path / "m.vtaf")
     on_cpu = model.run(x, device="cpu")
     kernels = {s.op: s.kernel for s in on_cpu.report.steps}
-    assert kernels["Conv"] == "llvm" and kernels["Softmax"] == "numpy"  # no kernel declared
+    assert kernels["PackedConv"] == "llvm" and kernels["Softmax"] == "numpy"  # no kernel declared
     assert _relative(on_cpu.output, compiled.reference(x)[0]) <= 1e-4
     np.testing.assert_array_equal(model.run(x, device="fsim").output, on_cpu.output)
     with pytest.raises(DeviceError, match="takes no options"):
@@ -71,10 +71,43 @@ def test_an_accelerator_model_refuses_the_cpu_device():
         compiled.run(samples(graph, 1)[0], device="cpu")
 
 
-def test_unknown_targets_are_refused_before_compiling():
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("cuda", "unknown target 'cuda'"),
+        ("accel -mcpu=haswell", "unknown target"),
+        ("", "unknown target"),
+        ("llvm -mfoo=1", "unknown target option '-mfoo=1'"),
+        ("llvm -mcpu=pentium9", "unknown x86-64 CPU"),
+    ],
+)
+def test_unknown_targets_are_refused_before_compiling(target, words):
     graph = residual_cnn(0, channels=4, size=8)
-    with pytest.raises(CompileError, match="unknown target 'cuda'"):
-        compile_model(graph, calibration=samples(graph, 1), target="cuda")
+    with pytest.raises(CompileError, match=words):
+        compile_model(graph, calibration=samples(graph, 1), target=target)
+
+
+@pytest.mark.parametrize(("target", "block"), [("haswell", 16), ("skylake-avx512", 32)])
+def test_convolution_weights_are_blocked_for_the_targets_vector_width(target, block, tmp_path):
+    """Two vectors of the named CPU's float lanes per input-channel block (8 on AVX2, 16 on
+    AVX-512), whatever this host has; the model runs here with those blocks, natively and in
+    numpy, and equals the float model."""
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3)
+    ).eval()
+    x = np.random.default_rng(0).standard_normal((1, 3, 10, 10)).astype(np.float32)
+    compiled = compile_model(module, calibration=[x], target=f"llvm -mcpu={target}")
+    packed = [s for s in compiled.image.steps if s.op == "PackedConv"]
+    assert len(packed) == 2 and not any(s.op == "Conv" for s in compiled.image.steps)
+    weights = compiled.image.tensors[packed[1].inputs[1]]
+    assert weights.shape[:4] == (64 // weights.shape[5], 64 // block, 3, 3)
+    assert weights.shape[4] == block
+    want = run_torch(module, x)
+    native = Model(compiled.image, kernel_cache=tmp_path).run(x, device="cpu")
+    assert {s.kernel for s in native.report.steps} == {"llvm"}
+    assert _relative(native.output, want) <= 1e-4
+    plain = Model(compiled.image, native_kernels=False).run(x, device="cpu")
+    assert _relative(plain.output, want) <= 1e-4
 
 
 def test_float_steps_of_an_accelerator_model_run_llvm_kernels(tmp_path):

@@ -47,10 +47,11 @@ def test_accelerator_templates_take_integer_operators_and_the_report_states_thei
         assert all(requirement.text in rule for requirement in template.requirements)
 
 
-def test_layout_changes_have_compiled_cpu_kernels(rows):
+def test_layout_changes_and_cpu_target_operators_have_compiled_cpu_kernels(rows):
     for row in rows.values():
-        if row.origin is Origin.LAYOUT:
+        if row.origin in (Origin.LAYOUT, Origin.CPU):
             assert row.cpu_kernel == "llvm" and not row.onnx and not row.torch
+    assert rows[Op.PACKED_CONV].origin is Origin.CPU and rows[Op.CONV].cpu_kernel == "llvm"
 
 
 def test_a_converter_that_adds_an_undeclared_operator_is_caught():
