@@ -5,9 +5,9 @@ The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants
 ``fold_batch_norm``, ``quantize`` (calibrated on the given samples; fuses conv + bias + relu +
 requantisation and add + relu), ``simplify`` (chains of reshapes and transposes as one node,
 repeated nodes merged), ``split_grouped`` (a grouped or depthwise convolution wider than a
-channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``prepack`` (for the
-CPU target: constant convolution weights blocked for its kernels,
-:mod:`compiler.model.prepack`), ``partition``
+channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``nchwc`` (for the CPU
+target: convolutions and their elementwise chains on channel-blocked values, weights blocked
+at compile time, :mod:`compiler.model.nchwc`), ``partition``
 (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
 whose lifetimes do not overlap) and ``codegen`` (each accelerator node's template lowered and
@@ -19,8 +19,8 @@ runs without the compiler.
 ``target`` chooses what the model is compiled for: ``"accel"`` (the default) as above;
 ``"llvm"`` (or ``"llvm -mcpu=... -mattr=..."``: :meth:`compiler.codegen.Target.parse`), the
 whole model in float32 for that CPU (the host's by default): ``quantize`` keeps the float graph
-(no calibration, no quantization), ``prepack`` blocks the convolutions' weights as that CPU's
-kernels read them, and ``partition`` keeps every node on the CPU (as ``cpu_only`` does), so
+(no calibration, no quantization), ``nchwc`` lays the convolutions out as that CPU's kernels
+read them, and ``partition`` keeps every node on the CPU (as ``cpu_only`` does), so
 every step is a CPU step that the host running the model builds an LLVM kernel for where the
 kernel builder declares one (:mod:`compiler.model.cpu_kernels`), else runs its numpy
 kernel.
@@ -54,9 +54,9 @@ from compiler.graph.passes.fold import fold_batch_norm, fold_constants
 from compiler.graph.passes.quantize import quantize_with_records
 from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
+from compiler.model.nchwc import nchwc_layout
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
-from compiler.model.prepack import prepack_weights
 from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, running_passes
 from isa import UOP_BYTES, AccelConfig
 from runtime.model import Model, ModelImage, ModelRun, Step, TensorSlot
@@ -187,10 +187,10 @@ def _partition(ctx: CompileContext) -> CompileContext:
     return replace(ctx, partition=parts)
 
 
-def _prepack(ctx: CompileContext) -> CompileContext:
+def _nchwc(ctx: CompileContext) -> CompileContext:
     if not _on_cpu(ctx):
         return ctx
-    return replace(ctx, qgraph=prepack_weights(_made(ctx.qgraph), ctx.target))
+    return replace(ctx, qgraph=nchwc_layout(_made(ctx.qgraph), ctx.target))
 
 
 def _plan(ctx: CompileContext) -> CompileContext:
@@ -256,7 +256,7 @@ STAGES: tuple[Pass[CompileContext], ...] = (
         "split_grouped",
         lambda c: replace(c, qgraph=split_grouped(_made(c.qgraph), c.env, keep=c.cpu_only)),
     ),
-    Pass("prepack", _prepack),
+    Pass("nchwc", _nchwc),
     Pass("partition", _partition),
     Pass("plan", _plan),
     Pass("codegen", _generate),

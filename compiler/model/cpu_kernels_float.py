@@ -48,9 +48,11 @@ from compiler.te import Tensor
 from compiler.templates import (
     CONV2D_NCHWC,
     DEPTHWISE_CONV2D,
+    DEPTHWISE_CONV2D_NCHWC,
     ELEMENTWISE,
     MATMUL,
     POOL2D,
+    Template,
     nchwc_block,
 )
 from runtime.model import TensorSlot
@@ -86,17 +88,18 @@ def _replayed(template: Schedule, out: Tensor) -> Schedule:
 
 
 def _padded(x: Tensor, before: tuple[int, int], size: tuple[int, int], fill: float) -> Tensor:
-    """``x`` (N, C, H, W) padded to ``size`` (H', W'): ``before`` rows and columns of ``fill``
-    first, then ``x``, then ``fill`` (or ``x`` cut, where a window never reaches its end)."""
-    _, _, h, w = x.shape
+    """``x`` (N, C, H, W, or blocked N, C/c, H, W, c) padded to ``size`` (H', W'): ``before``
+    rows and columns of ``fill`` first, then ``x``, then ``fill`` (or ``x`` cut, where a window
+    never reaches its end)."""
+    h, w = x.shape[2:4]
     top, left = before
     value = te.const(fill, x.dtype)
 
-    def element(n, c, y, z):
+    def element(n, c, y, z, *lanes):
         inside = te.all_of(y >= top, y < h + top, z >= left, z < w + left)
-        return te.if_then_else(inside, x[n, c, y - top, z - left], value)
+        return te.if_then_else(inside, x[(n, c, y - top, z - left, *lanes)], value)
 
-    return te.compute((*x.shape[:2], *size), element, name="padded")
+    return te.compute((*x.shape[:2], *size, *x.shape[4:]), element, name="padded")
 
 
 def _window_size(out: int, kernel: int, stride: int) -> int:
@@ -135,19 +138,6 @@ def _conv(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any
         s, out = _depthwise(x, w, bias, attrs, output.shape)
     else:
         return None
-    return s, [*args, out]
-
-
-def _packed_conv(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
-    """``PackedConv``: the NCHWc template reading the weights as the compiler blocked them."""
-    strides, dilations = tuple(attrs["strides"]), tuple(attrs["dilations"])
-    if not _all_float(inputs, output) or not nchwc_conv(strides, dilations, attrs["groups"]):
-        return None
-    if len(inputs[0].shape) != 4 or len(inputs[1].shape) != 6:
-        return None
-    args = _placeholders(inputs)
-    bias = args[2] if len(args) == 3 else None
-    s, out = _conv_nchwc(args[0], args[1], bias, attrs, output.shape)
     return s, [*args, out]
 
 
@@ -202,6 +192,63 @@ def _vectorized(s: Schedule, out: Tensor) -> None:
     """``out``'s innermost loop vectorized (its extent is the vector: LLVM handles tails)."""
     if out.op.axis and out.shape[-1] > 1:
         s[out].vectorize(out.op.axis[-1])
+
+
+# ------------------------------------------------------------------- blocked (NCHWc) values
+def _to_nchwc(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
+    (x,) = _placeholders(inputs)
+    v = attrs["block"]
+    out = te.compute(output.shape, lambda b, k, y, z, i: x[b, k * v + i, y, z], name="NCHWc")
+    s = create_schedule(out)
+    _vectorized(s, out)
+    return s, [x, out]
+
+
+def _from_nchwc(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
+    (x,) = _placeholders(inputs)
+    v = inputs[0].shape[4]
+    out = te.compute(output.shape, lambda b, c, y, z: x[b, c // v, y, z, c % v], name="NCHW")
+    s = create_schedule(out)
+    _vectorized(s, out)
+    return s, [x, out]
+
+
+def _blocked_window(template: Template, kernel_axes: slice) -> Callable[..., Declared | None]:
+    """``ConvNCHWc`` (``template`` the NCHWc convolution, the kernel's window at axes 2:4) or
+    ``DepthwiseNCHWc`` (the depthwise one, at 1:3): the template on the blocked data, padded
+    inside the kernel where the convolution pads, the bias added to its blocked output and
+    the fused activation's clip applied (``max`` then ``min``, as ``Clip``'s kernel does)."""
+
+    def declare(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
+        strides, dilations = tuple(attrs["strides"]), tuple(attrs["dilations"])
+        if not _all_float(inputs, output) or dilations != (1, 1) or strides[0] != strides[1]:
+            return None
+        args = _placeholders(inputs)
+        x, w = args[0], args[1]
+        stride, before, size = _geometry(attrs, w.shape[kernel_axes], output.shape)
+        data = x
+        if before != (0, 0) or size != x.shape[2:4]:
+            data = _padded(x, before, size, 0.0)
+        s, out = template(data, w, stride=stride, padding=0)
+        if data is not x:
+            s[data].vectorize(data.op.axis[-1])
+        lo, hi = attrs["lo"], attrs["hi"]
+        if len(args) == 3 or lo > -math.inf or hi < math.inf:
+            bias, lanes, convolved = args[2] if len(args) == 3 else None, output.shape[4], out
+
+            def finished(b, f, y, z, v):
+                value = convolved[b, f, y, z, v]
+                value = value if bias is None else value + bias[f * lanes + v]
+                if lo > -math.inf:
+                    value = te.max(value, te.const(lo, _F32))
+                return value if hi == math.inf else te.min(value, te.const(hi, _F32))
+
+            out = te.compute(output.shape, finished, name="finished")
+            s = _replayed(s, out)
+            _vectorized(s, out)
+        return s, [*args, out]
+
+    return declare
 
 
 # ------------------------------------------------------------------------------ products
@@ -360,7 +407,10 @@ def _clip(x: Any, *, lo: float, hi: float) -> Any:
 #: slots, the output slot and the step's attributes and returns :data:`Declared` or None.
 FLOAT_OPS: dict[str, Callable[..., Declared | None]] = {
     "Conv": _conv,
-    "PackedConv": _packed_conv,
+    "ToNCHWc": _to_nchwc,
+    "FromNCHWc": _from_nchwc,
+    "ConvNCHWc": _blocked_window(CONV2D_NCHWC, slice(2, 4)),
+    "DepthwiseNCHWc": _blocked_window(DEPTHWISE_CONV2D_NCHWC, slice(1, 3)),
     "Gemm": _gemm,
     "MatMul": _matmul,
     "MaxPool": _pool("max"),

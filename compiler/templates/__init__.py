@@ -10,7 +10,7 @@ The submodule :mod:`compiler.templates.nn` holds unscheduled operators spelled a
 
 from compiler.templates import nn
 from compiler.templates.conv2d import CONV2D_NCHW, CONV2D_NCHWC, nchwc_block, out_size
-from compiler.templates.depthwise import DEPTHWISE_CONV2D
+from compiler.templates.depthwise import DEPTHWISE_CONV2D, DEPTHWISE_CONV2D_NCHWC
 from compiler.templates.elementwise import ELEMENTWISE, broadcast_shape
 from compiler.templates.knobs import Config, Knob, KnobSpace, Template
 from compiler.templates.matmul import MATMUL
@@ -20,6 +20,7 @@ __all__ = [
     "CONV2D_NCHW",
     "CONV2D_NCHWC",
     "DEPTHWISE_CONV2D",
+    "DEPTHWISE_CONV2D_NCHWC",
     "ELEMENTWISE",
     "MATMUL",
     "POOL2D",

@@ -28,7 +28,15 @@ from compiler.templates._util import (
 from compiler.templates.knobs import Config, Knob, KnobSpace, Template
 from runtime.opset.windows import window_count
 
-__all__ = ["CONV2D_NCHW", "CONV2D_NCHWC", "conv2d_nchw_compute", "nchwc_block", "out_size"]
+__all__ = [
+    "CONV2D_NCHW",
+    "CONV2D_NCHWC",
+    "conv2d_nchw_compute",
+    "nchwc_block",
+    "out_size",
+    "row_tile",
+    "tile_choices",
+]
 
 
 def out_size(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -48,7 +56,7 @@ def _check(data: Tensor, kernel: Tensor, ndim: int, stride: int, padding: int) -
         raise CompileError(f"stride {stride} / padding {padding} invalid", op="conv2d")
 
 
-def _tiles(default: int, extent: int, options: tuple[int, ...]) -> tuple[int, ...]:
+def tile_choices(default: int, extent: int, options: tuple[int, ...]) -> tuple[int, ...]:
     """``default`` first, then the ``options`` that fit ``extent``."""
     return (default, *(t for t in options if t <= extent and t != default))
 
@@ -66,10 +74,10 @@ def nchwc_block(channels: int, target: TargetSpec = None, out_width: int | None 
         return lanes if channels % lanes == 0 else channels & -channels
     if out_width is None:
         return blocks[0]
-    return min(blocks, key=lambda b: -out_width % _row_tile(model, out_width, b // lanes))
+    return min(blocks, key=lambda b: -out_width % row_tile(model, out_width, b // lanes))
 
 
-def _row_tile(model: MachineModel, width: int, vectors: int) -> int:
+def row_tile(model: MachineModel, width: int, vectors: int) -> int:
     """Output pixels per register tile of ``vectors`` vectors each (NCHWc ``tile_ow``)."""
     return register_rows(model, width, vectors, range(model.accumulators, 1, -1), exact=False)
 
@@ -96,7 +104,7 @@ def _nchw_space(
     return KnobSpace(
         (
             Knob("tile_ow", widths),
-            Knob("tile_oc", _tiles(tile_oc, o, (4, 8, 2, 1))),
+            Knob("tile_oc", tile_choices(tile_oc, o, (4, 8, 2, 1))),
             Knob("vectorize", (True, False)),
             Knob("unroll", (True, False)),
             Knob("parallel", (True, False)),
@@ -182,10 +190,10 @@ def _nchwc_space(
 ) -> KnobSpace:
     *_, oc, _, _, _, ow = _nchwc_shapes(data, kernel, stride, padding)
     model = target_model(target)
-    tile_ow = _row_tile(model, ow, -(-oc // model.lanes))
+    tile_ow = row_tile(model, ow, -(-oc // model.lanes))
     return KnobSpace(
         (
-            Knob("tile_ow", _tiles(tile_ow, ow, (14, 7, 28, 8, 16, 4, 2, 1))),
+            Knob("tile_ow", tile_choices(tile_ow, ow, (14, 7, 28, 8, 16, 4, 2, 1))),
             Knob("unroll_kw", (True, False)),
             Knob("vectorize", (True, False)),
             Knob("parallel", (True, False)),

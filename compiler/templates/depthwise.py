@@ -1,5 +1,9 @@
-"""Depthwise 2-D convolution, NCHW: ``out[n, c, y, x] = sum(pad[n, c, y*s+kh, x*s+kw] *
-w[c, 0, kh, kw])`` (channel multiplier 1)."""
+"""Depthwise 2-D convolution (channel multiplier 1) in the NCHW and the blocked NCHWc layouts.
+
+NCHW: ``out[n, c, y, x] = sum(pad[n, c, y*s+kh, x*s+kw] * w[c, 0, kh, kw])``.
+NCHWc: data ``(N, C/c, H, W, c)``, kernel ``(C/c, KH, KW, c)``, output ``(N, C/c, OH, OW,
+c)``: the channel block is the vector, and a row of ``tile_ow`` output pixels of one block the
+accumulator tile, so each loaded weight vector serves ``tile_ow`` pixels."""
 
 from __future__ import annotations
 
@@ -14,10 +18,10 @@ from compiler.templates._util import (
     target_model,
     vector_choices,
 )
-from compiler.templates.conv2d import out_size
+from compiler.templates.conv2d import out_size, row_tile, tile_choices
 from compiler.templates.knobs import Config, Knob, KnobSpace, Template
 
-__all__ = ["DEPTHWISE_CONV2D"]
+__all__ = ["DEPTHWISE_CONV2D", "DEPTHWISE_CONV2D_NCHWC"]
 
 
 def _shapes(data: Tensor, kernel: Tensor, stride: int, padding: int) -> tuple[int, ...]:
@@ -77,3 +81,82 @@ def _declare(
 
 
 DEPTHWISE_CONV2D = Template("depthwise_conv2d", _space, _declare)
+
+
+# --------------------------------------------------------------------------------- NCHWc
+def _nchwc_shapes(data: Tensor, kernel: Tensor, stride: int, padding: int) -> tuple[int, ...]:
+    if data.ndim != 5 or kernel.ndim != 4 or stride < 1 or padding < 0:
+        raise CompileError(
+            "depthwise conv2d NCHWc needs (N, C/c, H, W, c) data, a (C/c, KH, KW, c) kernel, "
+            "a positive stride",
+            op="depthwise_conv2d_nchwc",
+        )
+    n, k, h, w, v = data.shape
+    if (kernel.shape[0], kernel.shape[3]) != (k, v):
+        raise CompileError(
+            f"kernel shape {kernel.shape} does not match {k} blocks of {v}", tensor=kernel.name
+        )
+    kh, kw = kernel.shape[1:3]
+    return n, k, v, kh, kw, out_size(h, kh, stride, padding), out_size(w, kw, stride, padding)
+
+
+def _nchwc_space(
+    data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0, target: TargetSpec = None
+) -> KnobSpace:
+    *_, v, _, _, _, ow = _nchwc_shapes(data, kernel, stride, padding)
+    model = target_model(target)
+    default = row_tile(model, ow, -(-v // model.lanes))
+    return KnobSpace(
+        (
+            Knob("tile_ow", tile_choices(default, ow, (8, 4, 7, 14, 2, 1))),
+            Knob("unroll_kw", (True, False)),
+            Knob("parallel", (True, False)),
+        )
+    )
+
+
+def _nchwc_declare(
+    data: Tensor,
+    kernel: Tensor,
+    cfg: Config,
+    stride: int = 1,
+    padding: int = 0,
+    target: TargetSpec = None,
+) -> tuple[Schedule, Tensor]:
+    del target  # the space's: ``cfg`` carries what it chose
+    n, k, v, kh, kw, oh, ow = _nchwc_shapes(data, kernel, stride, padding)
+    padded = pad_nchw(data, padding)
+    ry = te.reduce_axis(kh, "ry")
+    rx = te.reduce_axis(kw, "rx")
+    out = te.compute(
+        (n, k, oh, ow, v),
+        lambda b, f, y, x, c: te.sum(
+            padded[b, f, y * stride + ry, x * stride + rx, c] * kernel[f, ry, rx, c],
+            axis=[ry, rx],
+        ),
+        name="depthwise_conv2d_NCHWc",
+    )
+    s = create_schedule(out)
+    acc = s.cache_write(out, "local")
+    b, f, y, x, c = out.op.axis
+    xo, xi = s[out].split(x, cfg["tile_ow"])
+    s[out].reorder(b, f, y, xo, xi, c)
+    s[acc].compute_at(s[out], xo)
+    ab, af, ay, ax, ac = acc.op.axis
+    s[acc].reorder(ab, af, ay, ry, rx, ax, ac)
+    s[acc].unroll(ax)
+    if cfg["unroll_kw"]:
+        s[acc].unroll(rx)
+    s[acc].vectorize(ac)
+    s[out].vectorize(c)
+    if cfg["parallel"]:
+        s[out].parallel(s[out].fuse(b, f, y))
+    if padded is not data:
+        pb, pf, py, _, pc = padded.op.axis
+        s[padded].vectorize(pc)
+        if cfg["parallel"]:
+            s[padded].parallel(s[padded].fuse(pb, pf, py))
+    return s, out
+
+
+DEPTHWISE_CONV2D_NCHWC = Template("depthwise_conv2d_nchwc", _nchwc_space, _nchwc_declare)

@@ -1,15 +1,25 @@
-"""MobileNet building blocks with seeded weights and batch-norm statistics: the depthwise
-separable block of MobileNet v1 (:func:`depthwise_separable`) and the inverted residual of
-MobileNet v2 (:func:`inverted_residual`)."""
+"""MobileNets with seeded weights and batch-norm statistics: the depthwise separable block of
+MobileNet v1 (:func:`depthwise_separable`), the inverted residual of MobileNet v2
+(:func:`inverted_residual`) and the whole MobileNetV2 at full width (:func:`mobilenet_v2`,
+torchvision's architecture written out)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from compiler.zoo.seeded import seeded
 
-__all__ = ["DepthwiseSeparable", "InvertedResidual", "depthwise_separable", "inverted_residual"]
+__all__ = [
+    "DepthwiseSeparable",
+    "InvertedResidual",
+    "MobileNetV2",
+    "depthwise_separable",
+    "inverted_residual",
+    "mobilenet_v2",
+]
 
 
 def _conv_bn(
@@ -73,3 +83,70 @@ def depthwise_separable(
 def inverted_residual(seed: int = 0, channels: int = 16, expansion: int = 4) -> InvertedResidual:
     """A seeded :class:`InvertedResidual` in eval mode (statistics from 4x16x16 inputs)."""
     return seeded(lambda: InvertedResidual(channels, expansion), seed, (4, channels, 16, 16))
+
+
+class _InvertedResidualV2(nn.Module):
+    """torchvision's MobileNetV2 block: [1x1 expansion + BN + ReLU6], 3x3 depthwise + BN +
+    ReLU6, 1x1 linear projection + BN; the input added back at stride 1 where widths match."""
+
+    def __init__(self, cin: int, cout: int, stride: int, expansion: int) -> None:
+        super().__init__()
+        hidden = cin * expansion
+        self.use_res_connect = stride == 1 and cin == cout
+        layers: list[nn.Module] = []
+        if expansion != 1:
+            layers += [*_conv_bn(cin, hidden, 1), nn.ReLU6(inplace=True)]
+        layers += [
+            *_conv_bn(hidden, hidden, 3, stride, groups=hidden),
+            nn.ReLU6(inplace=True),
+            *_conv_bn(hidden, cout, 1),
+        ]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv(x) if self.use_res_connect else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    """torchvision's MobileNetV2: a 3x3/2 stem of ``stem`` channels, inverted residuals by
+    (expansion, channels, repeats, stride) ``settings`` (the paper's table at width 1.0 by
+    default), a 1x1 head of ``head`` channels + ReLU6, global average pool, dropout and the
+    classifier."""
+
+    SETTINGS = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
+
+    def __init__(
+        self,
+        num_classes: int = 1000,
+        settings: Sequence[tuple[int, int, int, int]] = SETTINGS,
+        stem: int = 32,
+        head: int = 1280,
+    ) -> None:
+        super().__init__()
+        cin = stem
+        features: list[nn.Module] = [nn.Sequential(*_conv_bn(3, cin, 3, 2), nn.ReLU6(True))]
+        for expansion, channels, repeats, stride in settings:
+            for k in range(repeats):
+                step = stride if k == 0 else 1
+                features.append(_InvertedResidualV2(cin, channels, step, expansion))
+                cin = channels
+        features.append(nn.Sequential(*_conv_bn(cin, head, 1), nn.ReLU6(inplace=True)))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(head, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+def mobilenet_v2(seed: int = 0, num_classes: int = 1000) -> MobileNetV2:
+    """A seeded :class:`MobileNetV2` in eval mode (statistics from 4 random 3x64x64 images)."""
+    return seeded(lambda: MobileNetV2(num_classes), seed, (4, 3, 64, 64))

@@ -12,6 +12,7 @@ run with them is the bit-exact oracle of every accelerator run.
 # importing a family's module registers its operators
 from runtime.opset import (  # noqa: F401
     arithmetic,
+    blocked,
     elementwise,
     indexing,
     layout,
@@ -37,6 +38,7 @@ from runtime.opset.base import (
     broadcast,
     kernel_kwargs,
 )
+from runtime.opset.blocked import BlockAttrs
 from runtime.opset.elementwise import ClipAttrs, LeakyReluAttrs
 from runtime.opset.layout import PackAttrs, PackWeightsAttrs, pack, pack_weights, unpack
 from runtime.opset.linear import ConvAttrs, GemmAttrs, QConvAttrs, QDenseAttrs
@@ -50,6 +52,7 @@ __all__ = [
     "OPERATORS",
     "AxisAttrs",
     "BatchNormAttrs",
+    "BlockAttrs",
     "CastAttrs",
     "ClipAttrs",
     "ConvAttrs",

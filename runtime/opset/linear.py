@@ -30,14 +30,11 @@ __all__ = [
     "Gemm",
     "GemmAttrs",
     "MatMul",
-    "PackedConv",
     "QBatchMatMul",
     "QConv",
     "QConvAttrs",
     "QDense",
     "QDenseAttrs",
-    "block_conv_weights",
-    "unblock_conv_weights",
 ]
 
 _F32 = np.float32
@@ -107,53 +104,6 @@ class Conv(Operator):
     @staticmethod
     def macs(attrs, inputs, outputs):
         return _conv_macs(inputs, outputs)
-
-
-def block_conv_weights(w: np.ndarray, in_block: int, out_block: int) -> np.ndarray:
-    """OIHW weights as the NCHWc kernels read them, ``(O/out_block, C/in_block, KH, KW,
-    in_block, out_block)``: ``w[f*out_block + j, k*in_block + i, y, x]`` at ``[f, k, y, x, i,
-    j]`` (both blocks divide their channel counts)."""
-    o, c, kh, kw = w.shape
-    blocks = w.reshape(o // out_block, out_block, c // in_block, in_block, kh, kw)
-    return np.ascontiguousarray(blocks.transpose(0, 2, 4, 5, 3, 1))
-
-
-def unblock_conv_weights(w: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`block_conv_weights`: OIHW weights."""
-    ob, cb, kh, kw, ib, oc = w.shape
-    return np.ascontiguousarray(w.transpose(0, 5, 1, 4, 2, 3)).reshape(ob * oc, cb * ib, kh, kw)
-
-
-class PackedConv(Operator):
-    """A convolution of one group whose weights were blocked at compile time
-    (:func:`block_conv_weights`) for the CPU's NCHWc kernels, which then read them as they
-    are; computes what ``Conv`` computes with the unblocked weights."""
-
-    name = "PackedConv"
-    member = "PACKED_CONV"
-    origin = Origin.CPU
-    Attrs = ConvAttrs
-    arity = (2, 3)
-
-    @staticmethod
-    def infer(attrs, inputs, consts):
-        w = inputs[1].shape
-        need(len(w) == 6, "needs blocked weights (O/o, C/i, KH, KW, i, o)")
-        need(attrs.groups == 1, "needs one group")
-        plain = TensorType((w[0] * w[5], w[1] * w[4], w[2], w[3]), inputs[1].dtype)
-        return Conv.infer(attrs, [inputs[0], plain, *inputs[2:]], consts)
-
-    @staticmethod
-    def kernel(x, w, b=None, *, strides, pads, dilations, groups):
-        plain = unblock_conv_weights(np.asarray(w))
-        return Conv.kernel(
-            x, plain, b, strides=strides, pads=pads, dilations=dilations, groups=groups
-        )
-
-    @staticmethod
-    def macs(attrs, inputs, outputs):
-        w = inputs[1].shape
-        return outputs[0].size * w[1] * w[4] * w[2] * w[3]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from runtime.opset import (
     OPERATORS,
     AxisAttrs,
     ConvAttrs,
+    NoAttrs,
     OperandError,
     Operator,
     OperatorError,
@@ -26,7 +27,16 @@ from runtime.opset import (
     TensorType,
 )
 from runtime.opset.base import MANY
-from runtime.opset.linear import block_conv_weights, unblock_conv_weights
+from runtime.opset.blocked import (
+    BlockAttrs,
+    BlockedConvAttrs,
+    block_channels,
+    block_conv_weights,
+    block_depthwise_weights,
+    unblock_channels,
+    unblock_conv_weights,
+    unblock_depthwise_weights,
+)
 
 
 @pytest.mark.parametrize("name", list(OPERATORS))
@@ -227,39 +237,68 @@ def test_a_convolutions_macs_are_the_products_its_kernel_sums(
     bias=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_a_packed_convolution_is_the_convolution_of_its_unblocked_weights(
+def test_blocked_convolutions_are_the_convolutions_of_their_unblocked_values(
     blocks, widths, kernel, stride, pads, bias, seed
 ):
-    """PackedConv (weights blocked at compile time for the CPU's NCHWc kernels): blocking
-    inverts, each weight lands where the docstring says, and type rule, kernel and MACs are
-    Conv's over the plain weights, bit for bit."""
+    """ConvNCHWc and DepthwiseNCHWc (the CPU target's blocked operators): blocking inverts,
+    each element lands where the docstrings say, and type rule, kernel and MACs are Conv's
+    over the unblocked values, bit for bit."""
     (cb, ob), (ib, oc) = blocks, widths
     c, o = cb * ib, ob * oc
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((1, c, 4, 5)).astype(np.float32)
+    xb = block_channels(x, block=ib)
+    assert xb[0, cb - 1, 3, 4, ib - 1] == x[0, c - 1, 3, 4]
+    np.testing.assert_array_equal(unblock_channels(xb), x)
     w = rng.standard_normal((o, c, *kernel)).astype(np.float32)
-    inputs = [x, w, rng.standard_normal(o).astype(np.float32)][: 3 if bias else 2]
-    blocked = block_conv_weights(w, ib, oc)
-    assert blocked.shape == (ob, cb, *kernel, ib, oc)
-    f, k, i, j = ob - 1, cb - 1, ib - 1, oc - 1
-    assert blocked[f, k, 0, 0, i, j] == w[f * oc + j, k * ib + i, 0, 0]
-    np.testing.assert_array_equal(unblock_conv_weights(blocked), w)
-    attrs = ConvAttrs((stride, stride), pads, (1, 1), 1)
-    fields = dataclasses.asdict(attrs)
-    conv, packed = OPERATORS["Conv"], OPERATORS["PackedConv"]
-    types = [TensorType(a.shape, "float32") for a in inputs]
-    packed_types = [types[0], TensorType(blocked.shape, "float32"), *types[2:]]
-    assert packed.output_types(attrs, packed_types) == conv.output_types(attrs, types)
-    want = conv.kernel(*inputs, **fields)
-    np.testing.assert_array_equal(packed.kernel(x, blocked, *inputs[2:], **fields), want)
-    outputs = conv.output_types(attrs, types)
-    assert packed.macs(attrs, packed_types, outputs) == conv.macs(attrs, types, outputs)
+    wb = block_conv_weights(w, ib, oc)
+    assert wb.shape == (ob, cb, *kernel, ib, oc)
+    assert wb[ob - 1, cb - 1, 0, 0, ib - 1, oc - 1] == w[o - 1, c - 1, 0, 0]
+    np.testing.assert_array_equal(unblock_conv_weights(wb), w)
+    dw = rng.standard_normal((c, 1, *kernel)).astype(np.float32)
+    dwb = block_depthwise_weights(dw, ib)
+    np.testing.assert_array_equal(unblock_depthwise_weights(dwb), dw)
+    cases = [("ConvNCHWc", 1, w, wb, o, oc), ("DepthwiseNCHWc", c, dw, dwb, c, ib)]
+    clip = [(-np.inf, np.inf), (0.0, np.inf), (0.0, 0.5)][seed % 3]
+    for name, groups, plain_w, blocked_w, outs, out_block in cases:
+        b = [rng.standard_normal(outs).astype(np.float32)] if bias else []
+        plain_attrs = ConvAttrs((stride, stride), pads, (1, 1), groups)
+        attrs = BlockedConvAttrs(**dataclasses.asdict(plain_attrs), lo=clip[0], hi=clip[1])
+        conv, op = OPERATORS["Conv"], OPERATORS[name]
+        types = [TensorType(a.shape, "float32") for a in (x, plain_w, *b)]
+        blocked_types = [TensorType(a.shape, "float32") for a in (xb, blocked_w, *b)]
+        want = conv.kernel(x, plain_w, *b, **dataclasses.asdict(plain_attrs))
+        if clip[0] > -np.inf:  # the fused activation: Relu's, or Clip's
+            relu = clip[1] == np.inf
+            activation = OPERATORS["Relu"] if relu else OPERATORS["Clip"]
+            want = activation.kernel(want, **({} if relu else {"lo": clip[0], "hi": clip[1]}))
+        got = op.kernel(xb, blocked_w, *b, **dataclasses.asdict(attrs))
+        np.testing.assert_array_equal(got, block_channels(want, block=out_block))
+        (out,) = op.output_types(attrs, blocked_types)
+        assert out == TensorType(got.shape, "float32")
+        plain_out = conv.output_types(plain_attrs, types)
+        assert op.macs(attrs, blocked_types, [out]) == conv.macs(plain_attrs, types, plain_out)
+    to, back = OPERATORS["ToNCHWc"], OPERATORS["FromNCHWc"]
+    assert to.output_types(BlockAttrs(ib), [TensorType(x.shape)]) == [TensorType(xb.shape)]
+    assert back.output_types(NoAttrs(), [TensorType(xb.shape)]) == [TensorType(x.shape)]
 
 
-def test_a_packed_convolution_refuses_plain_weights_and_groups():
+def test_blocked_operators_refuse_plain_or_mismatched_operands():
     x, plain = TensorType((1, 4, 5, 5)), TensorType((4, 4, 3, 3))
+    blocked_x = TensorType((1, 2, 5, 5, 2))
+    conv, attrs = OPERATORS["ConvNCHWc"], BlockedConvAttrs()
+    with pytest.raises(OperandError, match="needs blocked data"):
+        conv.output_types(attrs, [x, TensorType((2, 2, 3, 3, 2, 2))])
     with pytest.raises(OperandError, match="needs blocked weights"):
-        OPERATORS["PackedConv"].output_types(ConvAttrs(), [x, plain])
-    blocked = TensorType((2, 1, 3, 3, 2, 2))
+        conv.output_types(attrs, [blocked_x, plain])
     with pytest.raises(OperandError, match="needs one group"):
-        OPERATORS["PackedConv"].output_types(ConvAttrs(groups=2), [x, blocked])
+        grouped = BlockedConvAttrs(groups=2)
+        conv.output_types(grouped, [blocked_x, TensorType((2, 2, 3, 3, 2, 2))])
+    with pytest.raises(OperandError, match="blocks differ"):
+        conv.output_types(attrs, [blocked_x, TensorType((2, 1, 3, 3, 4, 2))])
+    with pytest.raises(OperandError, match="one group per channel"):
+        OPERATORS["DepthwiseNCHWc"].output_types(attrs, [blocked_x, TensorType((2, 3, 3, 2))])
+    with pytest.raises(OperandError, match="block 3"):
+        OPERATORS["ToNCHWc"].output_types(BlockAttrs(3), [x])
+    with pytest.raises(OperandError, match="needs blocked data"):
+        OPERATORS["FromNCHWc"].output_types(NoAttrs(), [x])

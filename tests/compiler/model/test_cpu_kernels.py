@@ -18,6 +18,7 @@ from compiler.model.cpu_kernels_float import FLOAT_OPS
 from runtime.model import TensorSlot
 from runtime.model.kernels import _load
 from runtime.opset import OPERATORS
+from runtime.opset.blocked import block_channels, block_conv_weights, block_depthwise_weights
 
 
 def _run_library(op, x: np.ndarray, out_shape, out_dtype, attrs) -> np.ndarray:
@@ -191,6 +192,46 @@ def test_depthwise_conv_library_equals_the_numpy_kernel(
         arrays.append(_f32(rng, channels))
     attrs = {"strides": (stride, stride), "pads": pads, "dilations": (1, 1), "groups": channels}
     _close(*_library_and_numpy("Conv", arrays, attrs))
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    blocks=st.tuples(st.integers(1, 3), st.sampled_from([1, 4, 8, 16])),
+    out_block=st.sampled_from([1, 8, 16, 32]),
+    size=st.integers(3, 9),
+    kernel=st.sampled_from([(1, 1), (3, 3), (3, 1)]),
+    stride=st.integers(1, 2),
+    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    bias=st.booleans(),
+    clip=st.sampled_from([(-np.inf, np.inf), (0.0, np.inf), (0.0, 0.5)]),
+    seed=st.integers(0, 2**16),
+)
+def test_blocked_conv_libraries_equal_the_numpy_kernels(
+    blocks, out_block, size, kernel, stride, pads, bias, clip, seed
+):
+    """ConvNCHWc and DepthwiseNCHWc (the CPU target's blocked convolutions, an activation
+    fused or not) against their numpy kernels: any blocks, pads, strides and windows."""
+    count, block = blocks
+    c = count * block
+    rng = np.random.default_rng(seed)
+    x = block_channels(_f32(rng, 1, c, size, size), block=block)
+    geometry = {"strides": (stride, stride), "pads": pads, "dilations": (1, 1)}
+    attrs = {**geometry, "lo": clip[0], "hi": clip[1]}
+    conv = [x, block_conv_weights(_f32(rng, out_block * 2, c, *kernel), block, out_block)]
+    depthwise = [x, block_depthwise_weights(_f32(rng, c, 1, *kernel), block)]
+    if bias:
+        conv.append(_f32(rng, out_block * 2))
+        depthwise.append(_f32(rng, c))
+    _close(*_library_and_numpy("ConvNCHWc", conv, {**attrs, "groups": 1}))
+    _close(*_library_and_numpy("DepthwiseNCHWc", depthwise, {**attrs, "groups": c}))
+
+
+def test_layout_changes_of_blocked_values_are_exact():
+    x = _f32(np.random.default_rng(0), 2, 48, 5, 7)
+    blocked, want = _library_and_numpy("ToNCHWc", [x], {"block": 16})
+    np.testing.assert_array_equal(blocked, want)
+    back, want = _library_and_numpy("FromNCHWc", [blocked], {})
+    np.testing.assert_array_equal(back, x)
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ def test_the_cpu_model_saves_runs_from_its_file_and_on_any_device_name(tmp_path,
     model = load_model(tmp_path / "m.vtaf")
     on_cpu = model.run(x, device="cpu")
     kernels = {s.op: s.kernel for s in on_cpu.report.steps}
-    assert kernels["PackedConv"] == "llvm" and kernels["Softmax"] == "numpy"  # no kernel declared
+    assert kernels["ConvNCHWc"] == "llvm" and kernels["Softmax"] == "numpy"  # no kernel declared
     assert _relative(on_cpu.output, compiled.reference(x)[0]) <= 1e-4
     np.testing.assert_array_equal(model.run(x, device="fsim").output, on_cpu.output)
     with pytest.raises(DeviceError, match="takes no options"):
@@ -88,20 +88,26 @@ def test_unknown_targets_are_refused_before_compiling(target, words):
 
 
 @pytest.mark.parametrize(("target", "block"), [("haswell", 16), ("skylake-avx512", 32)])
-def test_convolution_weights_are_blocked_for_the_targets_vector_width(target, block, tmp_path):
-    """Two vectors of the named CPU's float lanes per input-channel block (8 on AVX2, 16 on
+def test_convolutions_are_blocked_for_the_targets_vector_width(target, block, tmp_path):
+    """Two vectors of the named CPU's float lanes per channel block (8 on AVX2, 16 on
     AVX-512), whatever this host has; the model runs here with those blocks, natively and in
     numpy, and equals the float model."""
     module = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3)
+        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3)
     ).eval()
-    x = np.random.default_rng(0).standard_normal((1, 3, 10, 10)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 64, 10, 10)).astype(np.float32)
     compiled = compile_model(module, calibration=[x], target=f"llvm -mcpu={target}")
-    packed = [s for s in compiled.image.steps if s.op == "PackedConv"]
-    assert len(packed) == 2 and not any(s.op == "Conv" for s in compiled.image.steps)
-    weights = compiled.image.tensors[packed[1].inputs[1]]
-    assert weights.shape[:4] == (64 // weights.shape[5], 64 // block, 3, 3)
-    assert weights.shape[4] == block
+    steps, tensors = compiled.image.steps, compiled.image.tensors
+    # the ReLU is fused into the convolution before it (its only reader)
+    assert [s.op for s in steps] == ["ToNCHWc", "ConvNCHWc", "ConvNCHWc", "FromNCHWc"]
+    assert steps[1].attrs["lo"] == 0.0 and steps[2].attrs["lo"] == -np.inf
+    assert steps[0].attrs["block"] == block
+    first = tensors[steps[1].inputs[1]].shape
+    assert first[1:5] == (64 // block, 3, 3, block) and first[0] * first[5] == 64
+    # the first convolution's output block (two or four vectors) is what the second reads
+    between = tensors[steps[1].outputs[0]].shape[4]
+    assert between in (block, 2 * block)
+    assert tensors[steps[2].inputs[1]].shape[1:5] == (64 // between, 3, 3, between)
     want = run_torch(module, x)
     native = Model(compiled.image, kernel_cache=tmp_path).run(x, device="cpu")
     assert {s.kernel for s in native.report.steps} == {"llvm"}

@@ -51,7 +51,7 @@ def test_layout_changes_and_cpu_target_operators_have_compiled_cpu_kernels(rows)
     for row in rows.values():
         if row.origin in (Origin.LAYOUT, Origin.CPU):
             assert row.cpu_kernel == "llvm" and not row.onnx and not row.torch
-    assert rows[Op.PACKED_CONV].origin is Origin.CPU and rows[Op.CONV].cpu_kernel == "llvm"
+    assert rows[Op.CONV_NCHWC].origin is Origin.CPU and rows[Op.CONV].cpu_kernel == "llvm"
 
 
 def test_a_converter_that_adds_an_undeclared_operator_is_caught():

@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from compiler.zoo.mobilenet import MobileNetV2
 from compiler.zoo.resnet import BasicBlock
 from compiler.zoo.seeded import seeded
 
@@ -188,57 +190,11 @@ def resnet50() -> tuple[nn.Module, Example]:
 # ---------------------------------------------------------------------------- MobileNets
 
 
-class InvertedResidualV2(nn.Module):
-    """torchvision's MobileNetV2 block: [1x1 expand + BN + ReLU6], 3x3 depthwise + BN +
-    ReLU6, 1x1 linear projection + BN; the input added back at stride 1 when widths match."""
-
-    def __init__(self, cin: int, cout: int, stride: int, expand_ratio: int) -> None:
-        super().__init__()
-        hidden = cin * expand_ratio
-        self.use_res_connect = stride == 1 and cin == cout
-        layers: list[nn.Module] = []
-        if expand_ratio != 1:
-            layers.append(_conv_bn_act(cin, hidden, 1, act=nn.ReLU6))
-        layers += [
-            _conv_bn_act(hidden, hidden, 3, stride, groups=hidden, act=nn.ReLU6),
-            nn.Conv2d(hidden, cout, 1, bias=False),
-            nn.BatchNorm2d(cout),
-        ]
-        self.conv = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.use_res_connect:
-            return x + self.conv(x)
-        return self.conv(x)
-
-
-class MobileNetV2(nn.Module):
-    """torchvision's MobileNetV2: 3x3/2 stem, inverted residuals by (t, c, n, s) settings,
-    1x1 head conv + ReLU6, global average pool, dropout, linear classifier."""
-
-    def __init__(self, num_classes: int = 10) -> None:
-        super().__init__()
-        settings = [(1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2), (6, 24, 1, 2), (6, 32, 1, 1)]
-        cin = 8
-        features: list[nn.Module] = [_conv_bn_act(3, cin, 3, 2, act=nn.ReLU6)]
-        for t, c, n, s in settings:
-            for i in range(n):
-                features.append(InvertedResidualV2(cin, c, s if i == 0 else 1, t))
-                cin = c
-        features.append(_conv_bn_act(cin, 64, 1, act=nn.ReLU6))
-        self.features = nn.Sequential(*features)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(64, num_classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features(x)
-        x = F.adaptive_avg_pool2d(x, (1, 1))
-        x = torch.flatten(x, 1)
-        return self.classifier(x)
-
-
 def mobilenet_v2() -> tuple[nn.Module, Example]:
     """MobileNetV2 at a small width multiplier (8-32 block widths), 32x32 images."""
-    return _make(MobileNetV2, 2, (8, 3, 32, 32)), _image(2)
+    settings = [(1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2), (6, 24, 1, 2), (6, 32, 1, 1)]
+    build = partial(MobileNetV2, 10, settings, stem=8, head=64)
+    return _make(build, 2, (8, 3, 32, 32)), _image(2)
 
 
 class SqueezeExcitation(nn.Module):
