@@ -17,6 +17,7 @@ __all__ = [
     "TargetSpec",
     "pad_nchw",
     "register_rows",
+    "schedule_nchwc_rows",
     "schedule_sliding_window",
     "target_model",
     "vector_choices",
@@ -78,3 +79,41 @@ def schedule_sliding_window(
         s[out].unroll(rx)
     if cfg["parallel"]:
         s[out].parallel(s[out].fuse(b, f))
+
+
+def schedule_nchwc_rows(
+    s: Schedule,
+    out: Tensor,
+    data: Tensor,
+    padded: Tensor,
+    reductions: Sequence[IterVar],
+    column: IterVar,
+    cfg: Config,
+) -> None:
+    """The schedule of an NCHWc window reduction ``out`` (N, C/c, OH, OW, c) over ``padded``
+    (``data`` padded, or ``data`` itself): each row of ``tile_ow`` output pixels keeps its
+    accumulators (a vector of the channel block each) in registers across the ``reductions``
+    (outermost first; the window's ``column`` loop unrolled where ``unroll_kw``), rows in
+    parallel where ``parallel``; the padded copy vectorized along its block."""
+    vectorize = cfg.get("vectorize", True)
+    acc = s.cache_write(out, "local")
+    b, f, y, x, v = out.op.axis
+    xo, xi = s[out].split(x, cfg["tile_ow"])
+    s[out].reorder(b, f, y, xo, xi, v)
+    s[acc].compute_at(s[out], xo)
+    ab, af, ay, ax, av = acc.op.axis
+    s[acc].reorder(ab, af, ay, *reductions, ax, av)
+    s[acc].unroll(ax)
+    if cfg["unroll_kw"]:
+        s[acc].unroll(column)
+    if vectorize:
+        s[acc].vectorize(av)
+        s[out].vectorize(v)
+    if cfg["parallel"]:
+        s[out].parallel(s[out].fuse(b, f, y))
+    if padded is not data:
+        pb, pc, py, _, pv = padded.op.axis
+        if vectorize:
+            s[padded].vectorize(pv)
+        if cfg["parallel"]:
+            s[padded].parallel(s[padded].fuse(pb, pc, py))

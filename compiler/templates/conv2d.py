@@ -22,6 +22,7 @@ from compiler.templates._util import (
     TargetSpec,
     pad_nchw,
     register_rows,
+    schedule_nchwc_rows,
     target_model,
     vector_choices,
 )
@@ -225,27 +226,7 @@ def _nchwc_declare(
         name="conv2d_NCHWc",
     )
     s = create_schedule(out)
-    acc = s.cache_write(out, "local")
-    b, f, y, x, v = out.op.axis
-    xo, xi = s[out].split(x, cfg["tile_ow"])
-    s[out].reorder(b, f, y, xo, xi, v)
-    s[acc].compute_at(s[out], xo)
-    ab, af, ay, ax, av = acc.op.axis
-    s[acc].reorder(ab, af, ay, ico, ry, rx, ici, ax, av)
-    s[acc].unroll(ax)
-    if cfg["unroll_kw"]:
-        s[acc].unroll(rx)
-    if cfg["vectorize"]:
-        s[acc].vectorize(av)
-        s[out].vectorize(v)
-    if cfg["parallel"]:
-        s[out].parallel(s[out].fuse(b, f, y))
-    if padded is not data:
-        pb, pc, py, _, pv = padded.op.axis
-        if cfg["vectorize"]:
-            s[padded].vectorize(pv)
-        if cfg["parallel"]:
-            s[padded].parallel(s[padded].fuse(pb, pc, py))
+    schedule_nchwc_rows(s, out, data, padded, (ico, ry, rx, ici), rx, cfg)
     return s, out
 
 

@@ -14,6 +14,7 @@ from compiler.te import Tensor
 from compiler.templates._util import (
     TargetSpec,
     pad_nchw,
+    schedule_nchwc_rows,
     schedule_sliding_window,
     target_model,
     vector_choices,
@@ -137,25 +138,7 @@ def _nchwc_declare(
         name="depthwise_conv2d_NCHWc",
     )
     s = create_schedule(out)
-    acc = s.cache_write(out, "local")
-    b, f, y, x, c = out.op.axis
-    xo, xi = s[out].split(x, cfg["tile_ow"])
-    s[out].reorder(b, f, y, xo, xi, c)
-    s[acc].compute_at(s[out], xo)
-    ab, af, ay, ax, ac = acc.op.axis
-    s[acc].reorder(ab, af, ay, ry, rx, ax, ac)
-    s[acc].unroll(ax)
-    if cfg["unroll_kw"]:
-        s[acc].unroll(rx)
-    s[acc].vectorize(ac)
-    s[out].vectorize(c)
-    if cfg["parallel"]:
-        s[out].parallel(s[out].fuse(b, f, y))
-    if padded is not data:
-        pb, pf, py, _, pc = padded.op.axis
-        s[padded].vectorize(pc)
-        if cfg["parallel"]:
-            s[padded].parallel(s[padded].fuse(pb, pf, py))
+    schedule_nchwc_rows(s, out, data, padded, (ry, rx), rx, cfg)
     return s, out
 
 

@@ -13,12 +13,14 @@ from compiler.templates import (
     CONV2D_NCHW,
     CONV2D_NCHWC,
     DEPTHWISE_CONV2D,
+    DEPTHWISE_CONV2D_NCHWC,
     ELEMENTWISE,
     MATMUL,
     POOL2D,
     KnobSpace,
 )
 from compiler.templates.pool import pool2d_compute
+from runtime.opset.blocked import block_depthwise_weights
 from tests.compiler import reference
 from tests.guards import guarded_like
 
@@ -160,6 +162,26 @@ def test_depthwise_conv2d(data, shape):
 
 
 @FEW
+@given(data=st.data(), shape=conv_shapes(), block=st.sampled_from([1, 4, 8, 16]))
+def test_depthwise_conv2d_nchwc(data, shape, block):
+    n, c, h, w, kernel, stride, pad = shape
+    c = block * c
+    rng = np.random.default_rng(sum(shape) + block)
+    x_np, w_np = _random(rng, (n, c, h, w)), _random(rng, (c, 1, kernel, kernel))
+    x = te.placeholder((n, c // block, h, w, block), name="x")
+    wt = te.placeholder((c // block, kernel, kernel, block), name="w")
+    expected = reference.depthwise_nchw(x_np, w_np, stride, pad)
+    blocked = [reference.to_nchwc(x_np, block), block_depthwise_weights(w_np, block)]
+    space = DEPTHWISE_CONV2D_NCHWC.space(x, wt, stride=stride, padding=pad)
+    for cfg in _configs(space, data.draw):
+        s, y = DEPTHWISE_CONV2D_NCHWC(x, wt, config=cfg, stride=stride, padding=pad)
+        out = _run(s, [x, wt, y], [*blocked, np.zeros(y.shape, np.float32)])
+        np.testing.assert_allclose(
+            reference.from_nchwc(out), expected, rtol=1e-4, atol=1e-4, err_msg=str(cfg)
+        )
+
+
+@FEW
 @given(data=st.data(), shape=conv_shapes(), kind=st.sampled_from(["max", "avg"]))
 def test_pool2d(data, shape, kind):
     n, c, h, w, kernel, stride, pad = shape
@@ -290,6 +312,11 @@ def test_templates_reject_mismatched_operands():
     for stride, padding in ((0, 1), (1, -1)):  # a window must move; padding cannot crop
         with pytest.raises(CompileError, match=f"stride {stride} / padding {padding} invalid"):
             CONV2D_NCHW(x, w, stride=stride, padding=padding)
+    blocked = te.placeholder((1, 2, 8, 8, 4), name="x")
+    with pytest.raises(CompileError, match="does not match 2 blocks of 4"):
+        DEPTHWISE_CONV2D_NCHWC(blocked, te.placeholder((2, 3, 3, 8), name="w"))
+    with pytest.raises(CompileError, match="needs"):
+        DEPTHWISE_CONV2D_NCHWC(x, te.placeholder((2, 3, 3, 4), name="w"))
     with pytest.raises(CompileError, match="do not broadcast"):
         ELEMENTWISE(
             te.placeholder((3, 4), name="a"), te.placeholder((5,), name="b"), fn=lambda a, b: a + b
