@@ -251,6 +251,32 @@ def _blocked_window(template: Template, kernel_axes: slice) -> Callable[..., Dec
     return declare
 
 
+def _max_pool_nchwc(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
+    """``MaxPoolNCHWc``: each window's maximum, a vector of the channel block at a time, over
+    the data padded with ``-inf`` (and past its end where ceil mode's last windows reach)."""
+    (kh, kw), strides = attrs["kernel"], attrs["strides"]
+    if not _all_float(inputs, output) or tuple(attrs["dilations"]) != (1, 1):
+        return None
+    (x,) = _placeholders(inputs)
+    oh, ow = output.shape[2:4]
+    size = (_window_size(oh, kh, strides[0]), _window_size(ow, kw, strides[1]))
+    padded = _padded(x, (attrs["pads"][0], attrs["pads"][1]), size, float("-inf"))
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    out = te.compute(
+        output.shape,
+        lambda b, k, y, z, v: te.max(
+            padded[b, k, y * strides[0] + ry, z * strides[1] + rx, v], axis=[ry, rx]
+        ),
+        name="max_pool_NCHWc",
+    )
+    s = create_schedule(out)
+    b, k, y, z, v = out.op.axis
+    s[out].reorder(b, k, y, z, ry, rx, v)
+    s[out].vectorize(v)
+    s[padded].vectorize(padded.op.axis[-1])
+    return s, [x, out]
+
+
 # ------------------------------------------------------------------------------ products
 def _gemm(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
     if not _all_float(inputs, output) or attrs["trans_a"]:
@@ -411,6 +437,7 @@ FLOAT_OPS: dict[str, Callable[..., Declared | None]] = {
     "FromNCHWc": _from_nchwc,
     "ConvNCHWc": _blocked_window(CONV2D_NCHWC, slice(2, 4)),
     "DepthwiseNCHWc": _blocked_window(DEPTHWISE_CONV2D_NCHWC, slice(1, 3)),
+    "MaxPoolNCHWc": _max_pool_nchwc,
     "Gemm": _gemm,
     "MatMul": _matmul,
     "MaxPool": _pool("max"),

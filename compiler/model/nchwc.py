@@ -16,7 +16,7 @@ kernel costs every run a pass over every activation and every weight (on ResNet-
   it (the blocked convolution clips its output: one pass over memory fewer);
 - ``Relu``, ``Clip`` and the four arithmetic operators whose operands are values of the
   output's 4-D shape, one of them blocked, run on the blocked values (elementwise, the layout
-  does not matter to them);
+  does not matter to them), and a 2-D ``MaxPool`` of a blocked float32 value, ``MaxPoolNCHWc``;
 - every other reader of a blocked value, and the graph's outputs, read it unblocked
   (``FromNCHWc``, once per value, under the value's own name); a plain value that a blocked
   operator reads is blocked once per block (``ToNCHWc``).
@@ -84,7 +84,7 @@ class _Layout:
         for node in self.graph.nodes:
             if node.name in self.fused:
                 continue
-            if not (self._convolution(node) or self._elementwise(node)):
+            if not (self._convolution(node) or self._elementwise(node) or self._pool(node)):
                 inputs = [self._plain(v) for v in node.inputs]
                 self.builder.add(node.op, inputs, node.attrs, name=node.name, outputs=node.outputs)
         return self.builder.build([self._plain(v) for v in self.graph.outputs])
@@ -184,4 +184,15 @@ class _Layout:
         block = first[1]
         inputs = [self._in_blocks(v, block) for v in values]
         self._define_blocked(node, node.op, inputs, block, node.attrs, node.outputs[0])
+        return True
+
+    def _pool(self, node: Node) -> bool:
+        found = self.blocked.get(node.inputs[0])
+        if node.op is not Op.MAX_POOL or found is None or len(node.attrs.kernel) != 2:
+            return False
+        if self.graph.types[node.inputs[0]].dtype != "float32":
+            return False
+        self._define_blocked(
+            node, Op.MAX_POOL_NCHWC, [found[0]], found[1], node.attrs, node.outputs[0]
+        )
         return True

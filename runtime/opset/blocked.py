@@ -2,7 +2,8 @@
 ``(N, C/c, H, W, c)`` (channel ``k*c + v`` at ``[:, k, :, :, v]``), so that a convolution's
 inner loop reads and writes whole vectors of channels; the layout changes at the blocked
 region's edges; and convolutions over blocked data whose weights the compiler blocked once
-(:func:`block_conv_weights`, :func:`block_depthwise_weights`).
+(:func:`block_conv_weights`, :func:`block_depthwise_weights`); and the maximum pooling of
+blocked data.
 
 Each computes what its plain operator computes on the unblocked values (``ConvNCHWc`` is
 ``Conv``, ``DepthwiseNCHWc`` a ``Conv`` of one group per channel); the numpy kernels unblock,
@@ -19,6 +20,7 @@ import numpy as np
 from runtime.opset.base import NoAttrs, Operator, Origin, TensorType, need, same_dtype
 from runtime.opset.elementwise import Clip
 from runtime.opset.linear import Conv, ConvAttrs
+from runtime.opset.pooling import MaxPool, PoolAttrs
 
 __all__ = [
     "BlockAttrs",
@@ -26,6 +28,7 @@ __all__ = [
     "ConvNCHWc",
     "DepthwiseNCHWc",
     "FromNCHWc",
+    "MaxPoolNCHWc",
     "ToNCHWc",
     "block_channels",
     "block_conv_weights",
@@ -230,3 +233,30 @@ class DepthwiseNCHWc(_BlockedConv):
     @staticmethod
     def out_block(x, w):
         return x[4]
+
+
+class MaxPoolNCHWc(Operator):
+    """A 2-D maximum pooling of blocked data ``(N, C/c, H, W, c)``: ``MaxPool`` of the
+    unblocked value, blocked."""
+
+    name = "MaxPoolNCHWc"
+    member = "MAX_POOL_NCHWC"
+    origin = Origin.CPU
+    Attrs = PoolAttrs
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        x = inputs[0]
+        need(len(attrs.kernel) == 2, "needs a 2-D window")
+        plain = _blocked_type(x.shape, same_dtype(inputs, "float32"))
+        (out,) = MaxPool.infer(attrs, [plain], consts)
+        return [_blocked(out, x.shape[4])]
+
+    @staticmethod
+    def kernel(x, *, kernel, strides, pads, ceil_mode, count_include_pad, dilations):
+        x = np.asarray(x)
+        window = {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dilations}
+        y = MaxPool.kernel(
+            unblock_channels(x), ceil_mode=ceil_mode, count_include_pad=count_include_pad, **window
+        )
+        return block_channels(y, block=x.shape[4])

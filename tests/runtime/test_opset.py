@@ -22,6 +22,7 @@ from runtime.opset import (
     OperatorError,
     PackAttrs,
     PackWeightsAttrs,
+    PoolAttrs,
     QAddAttrs,
     QDenseAttrs,
     TensorType,
@@ -281,6 +282,17 @@ def test_blocked_convolutions_are_the_convolutions_of_their_unblocked_values(
     to, back = OPERATORS["ToNCHWc"], OPERATORS["FromNCHWc"]
     assert to.output_types(BlockAttrs(ib), [TensorType(x.shape)]) == [TensorType(xb.shape)]
     assert back.output_types(NoAttrs(), [TensorType(xb.shape)]) == [TensorType(x.shape)]
+
+
+def test_a_blocked_max_pool_is_the_max_pool_of_its_unblocked_value():
+    x = np.random.default_rng(0).standard_normal((1, 8, 7, 6)).astype(np.float32)
+    attrs = PoolAttrs((3, 2), (2, 2), (1, 0, 1, 1), ceil_mode=True)
+    fields = dataclasses.asdict(attrs)
+    want = OPERATORS["MaxPool"].kernel(x, **fields)
+    pool = OPERATORS["MaxPoolNCHWc"]
+    got = pool.kernel(block_channels(x, block=4), **fields)
+    np.testing.assert_array_equal(got, block_channels(want, block=4))
+    assert pool.output_types(attrs, [TensorType((1, 2, 7, 6, 4))]) == [TensorType(got.shape)]
 
 
 def test_blocked_operators_refuse_plain_or_mismatched_operands():

@@ -226,6 +226,32 @@ def test_blocked_conv_libraries_equal_the_numpy_kernels(
     _close(*_library_and_numpy("DepthwiseNCHWc", depthwise, {**attrs, "groups": c}))
 
 
+@settings(max_examples=12, deadline=None)
+@given(
+    block=st.sampled_from([1, 8, 16]),
+    size=st.tuples(st.integers(3, 9), st.integers(3, 9)),
+    kernel=st.sampled_from([(2, 2), (3, 3), (3, 2)]),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    pads=st.tuples(*[st.integers(0, 1)] * 4),
+    ceil_mode=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_blocked_max_pool_library_equals_the_numpy_kernel_exactly(
+    block, size, kernel, strides, pads, ceil_mode, seed
+):
+    x = block_channels(_f32(np.random.default_rng(seed), 1, 2 * block, *size), block=block)
+    attrs = {
+        "kernel": kernel,
+        "strides": strides,
+        "pads": pads,
+        "ceil_mode": ceil_mode,
+        "count_include_pad": False,
+        "dilations": (1, 1),
+    }
+    got, want = _library_and_numpy("MaxPoolNCHWc", [x], attrs)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_layout_changes_of_blocked_values_are_exact():
     x = _f32(np.random.default_rng(0), 2, 48, 5, 7)
     blocked, want = _library_and_numpy("ToNCHWc", [x], {"block": 16})
