@@ -132,6 +132,14 @@ class Graph:
         """The nodes that read ``value``, in order."""
         return tuple(n for n in self.nodes if value in n.inputs)
 
+    def sole_consumer(self, value: str) -> Node | None:
+        """The one node that reads ``value`` (once), None where no node or more than one
+        does, or ``value`` is an output of the graph (a pass may then fold it away)."""
+        readers = self.consumers(value)
+        if len(readers) != 1 or value in self.outputs or readers[0].inputs.count(value) != 1:
+            return None
+        return readers[0]
+
     def node(self, name: str) -> Node:
         for node in self.nodes:
             if node.name == name:

@@ -7,7 +7,9 @@ requantisation and add + relu), ``simplify`` (chains of reshapes and transposes 
 repeated nodes merged), ``split_grouped`` (a grouped or depthwise convolution wider than a
 channel block as pieces of whole blocks, :mod:`compiler.model.grouped`), ``nchwc`` (for the CPU
 target: convolutions and their elementwise chains on channel-blocked values, weights blocked
-at compile time, :mod:`compiler.model.nchwc`), ``partition``
+at compile time, :mod:`compiler.model.nchwc`), ``panels`` (for the CPU target: constant
+right operands of matrix products packed into the template's panels,
+:mod:`compiler.model.panels`), ``partition``
 (accelerator or CPU, with the reasons),
 ``plan`` (layouts: packing where values cross; memory: DRAM offsets shared between tensors
 whose lifetimes do not overlap) and ``codegen`` (each accelerator node's template lowered and
@@ -19,11 +21,11 @@ runs without the compiler.
 ``target`` chooses what the model is compiled for: ``"accel"`` (the default) as above;
 ``"llvm"`` (or ``"llvm -mcpu=... -mattr=..."``: :meth:`compiler.codegen.Target.parse`), the
 whole model in float32 for that CPU (the host's by default): ``quantize`` keeps the float graph
-(no calibration, no quantization), ``nchwc`` lays the convolutions out as that CPU's kernels
-read them, and ``partition`` keeps every node on the CPU (as ``cpu_only`` does), so
-every step is a CPU step that the host running the model builds an LLVM kernel for where the
-kernel builder declares one (:mod:`compiler.model.cpu_kernels`), else runs its numpy
-kernel.
+(no calibration, no quantization), ``nchwc`` and ``panels`` lay the convolutions and the
+products' weights out as that CPU's kernels read them, and ``partition`` keeps every node on
+the CPU (as ``cpu_only`` does), so every step is a CPU step that the host running the model
+builds an LLVM kernel for where the kernel builder declares one
+(:mod:`compiler.model.cpu_kernels`), else runs its numpy kernel.
 
 Each stage is a :class:`~compiler.pipeline.Pass` over a :class:`CompileContext`, run by the
 one pass runner (:func:`compiler.pipeline.run_pipeline`), so the instruments that time, dump
@@ -55,6 +57,7 @@ from compiler.graph.passes.quantize import quantize_with_records
 from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
 from compiler.model.nchwc import nchwc_layout
+from compiler.model.panels import pack_matmul_weights
 from compiler.model.partition import Partition, partition
 from compiler.model.plan import Plan, plan_model
 from compiler.pipeline import Instrument, Pass, instrumented, run_pipeline, running_passes
@@ -193,6 +196,12 @@ def _nchwc(ctx: CompileContext) -> CompileContext:
     return replace(ctx, qgraph=nchwc_layout(_made(ctx.qgraph), ctx.target))
 
 
+def _panels(ctx: CompileContext) -> CompileContext:
+    if not _on_cpu(ctx):
+        return ctx
+    return replace(ctx, qgraph=pack_matmul_weights(_made(ctx.qgraph), ctx.target))
+
+
 def _plan(ctx: CompileContext) -> CompileContext:
     return replace(ctx, plan=plan_model(_made(ctx.qgraph), _made(ctx.partition), ctx.env))
 
@@ -257,6 +266,7 @@ STAGES: tuple[Pass[CompileContext], ...] = (
         lambda c: replace(c, qgraph=split_grouped(_made(c.qgraph), c.env, keep=c.cpu_only)),
     ),
     Pass("nchwc", _nchwc),
+    Pass("panels", _panels),
     Pass("partition", _partition),
     Pass("plan", _plan),
     Pass("codegen", _generate),

@@ -32,7 +32,6 @@ read them as they are.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from compiler.codegen.target import Target
 from compiler.graph.ir import Graph, GraphBuilder, Node, Op, copy_into
@@ -70,13 +69,6 @@ class _Layout:
         self.to_blocked: dict[tuple[str, int], str] = {}
         #: plain values defined in the new graph (FromNCHWc of a blocked one)
         self.unblocked: set[str] = set()
-        #: the nodes that read each value (a graph output counts as a reader, None)
-        self.readers: dict[str, list[Node | None]] = defaultdict(list)
-        for node in graph.nodes:
-            for value in node.inputs:
-                self.readers[value].append(node)
-        for value in graph.outputs:
-            self.readers[value].append(None)
         #: activations fused into the convolution before them
         self.fused: set[str] = set()
 
@@ -165,11 +157,12 @@ class _Layout:
         return True
 
     def _fusable_activation(self, value: str) -> Node | None:
-        """The ``Relu`` or float ``Clip`` that alone reads ``value``, if one does."""
-        readers = self.readers[value]
-        if len(readers) != 1 or readers[0] is None or readers[0].op not in (Op.RELU, Op.CLIP):
+        """The ``Relu`` or ``Clip`` (of bounds given as attributes) that alone reads
+        ``value``, if one does."""
+        reader = self.graph.sole_consumer(value)
+        if reader is None or reader.op not in (Op.RELU, Op.CLIP) or len(reader.inputs) != 1:
             return None
-        return readers[0] if len(readers[0].inputs) == 1 else None
+        return reader
 
     def _elementwise(self, node: Node) -> bool:
         if node.op not in _ELEMENTWISE:

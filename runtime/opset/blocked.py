@@ -3,7 +3,8 @@
 inner loop reads and writes whole vectors of channels; the layout changes at the blocked
 region's edges; and convolutions over blocked data whose weights the compiler blocked once
 (:func:`block_conv_weights`, :func:`block_depthwise_weights`); and the maximum pooling of
-blocked data.
+blocked data. And the matrix product whose constant right operand the compiler packed into
+the CPU template's column panels (:func:`pack_panels`), a bias add fused in.
 
 Each computes what its plain operator computes on the unblocked values (``ConvNCHWc`` is
 ``Conv``, ``DepthwiseNCHWc`` a ``Conv`` of one group per channel); the numpy kernels unblock,
@@ -29,13 +30,17 @@ __all__ = [
     "DepthwiseNCHWc",
     "FromNCHWc",
     "MaxPoolNCHWc",
+    "PackedMatMul",
+    "PanelAttrs",
     "ToNCHWc",
     "block_channels",
     "block_conv_weights",
     "block_depthwise_weights",
+    "pack_panels",
     "unblock_channels",
     "unblock_conv_weights",
     "unblock_depthwise_weights",
+    "unpack_panels",
 ]
 
 
@@ -260,3 +265,58 @@ class MaxPoolNCHWc(Operator):
             unblock_channels(x), ceil_mode=ceil_mode, count_include_pad=count_include_pad, **window
         )
         return block_channels(y, block=x.shape[4])
+
+
+def pack_panels(b: np.ndarray, width: int) -> np.ndarray:
+    """A ``(K, N)`` matrix as panels of ``width`` contiguous columns, ``(ceil(N/width), K,
+    width)``: column ``p*width + j`` at ``[p, :, j]``, zeros past the last column."""
+    k, n = b.shape
+    panels = -(-n // width)
+    padded = np.zeros((k, panels * width), b.dtype)
+    padded[:, :n] = b
+    return np.ascontiguousarray(padded.reshape(k, panels, width).transpose(1, 0, 2))
+
+
+def unpack_panels(panels: np.ndarray, columns: int) -> np.ndarray:
+    """The inverse of :func:`pack_panels`: the ``(K, columns)`` matrix."""
+    count, k, width = panels.shape
+    return np.ascontiguousarray(panels.transpose(1, 0, 2).reshape(k, count * width)[:, :columns])
+
+
+@dataclass(frozen=True)
+class PanelAttrs:
+    """The columns of the matrix that a product's panels hold."""
+
+    columns: int
+
+
+class PackedMatMul(Operator):
+    """``a @ b (+ bias)``: ``MatMul`` of ``a`` (``(..., K)``) by the ``(K, columns)`` matrix
+    that ``panels`` hold (:func:`pack_panels`), then ``Add`` of a ``(columns,)`` bias where
+    there is one."""
+
+    name = "PackedMatMul"
+    member = "PACKED_MATMUL"
+    origin = Origin.CPU
+    Attrs = PanelAttrs
+    arity = (2, 3)
+
+    @staticmethod
+    def infer(attrs, inputs, consts):
+        a, panels = inputs[0].shape, inputs[1].shape
+        need(len(a) >= 2 and len(panels) == 3, "needs a matrix (or a batch of rows) and panels")
+        need(a[-1] == panels[1], f"inner dimensions {a[-1]} and {panels[1]} differ")
+        count, width = panels[0], panels[2]
+        columns = attrs.columns
+        need((count - 1) * width < columns <= count * width, f"panels hold no {columns} columns")
+        need(len(inputs) < 3 or inputs[2].shape == (columns,), f"the bias needs {columns} values")
+        return [TensorType((*a[:-1], columns), same_dtype(inputs, "float32"))]
+
+    @staticmethod
+    def kernel(a, panels, bias=None, *, columns):
+        y = np.matmul(np.asarray(a, np.float32), unpack_panels(np.asarray(panels), columns))
+        return y if bias is None else y + np.asarray(bias, np.float32)
+
+    @staticmethod
+    def macs(attrs, inputs, outputs):
+        return outputs[0].size * inputs[0].shape[-1]

@@ -321,6 +321,11 @@ def test_templates_reject_mismatched_operands():
         ELEMENTWISE(
             te.placeholder((3, 4), name="a"), te.placeholder((5,), name="b"), fn=lambda a, b: a + b
         )
+    panels = te.placeholder((2, 5, 4), name="P")
+    with pytest.raises(CompileError, match="2 panels of 4 do not hold 9 columns"):
+        MATMUL(te.placeholder((4, 5), name="A"), panels, columns=9)
+    with pytest.raises(CompileError, match="inner extents differ: 6 and 5"):
+        MATMUL(te.placeholder((4, 6), name="A"), panels, columns=8)
     with pytest.raises(CompileError, match="unknown knob 'tile_q'"):
         MATMUL(
             te.placeholder((4, 5), name="A"), te.placeholder((5, 7), name="B"), config={"tile_q": 1}

@@ -31,12 +31,15 @@ from runtime.opset.base import MANY
 from runtime.opset.blocked import (
     BlockAttrs,
     BlockedConvAttrs,
+    PanelAttrs,
     block_channels,
     block_conv_weights,
     block_depthwise_weights,
+    pack_panels,
     unblock_channels,
     unblock_conv_weights,
     unblock_depthwise_weights,
+    unpack_panels,
 )
 
 
@@ -293,6 +296,45 @@ def test_a_blocked_max_pool_is_the_max_pool_of_its_unblocked_value():
     got = pool.kernel(block_channels(x, block=4), **fields)
     np.testing.assert_array_equal(got, block_channels(want, block=4))
     assert pool.output_types(attrs, [TensorType((1, 2, 7, 6, 4))]) == [TensorType(got.shape)]
+
+
+@given(
+    rows=st.tuples(st.integers(1, 3), st.integers(1, 6)),
+    depth=st.integers(1, 9),
+    columns=st.integers(1, 20),
+    width=st.sampled_from([1, 4, 8]),
+    bias=st.booleans(),
+)
+def test_a_packed_product_is_the_product_by_the_matrix_its_panels_hold(
+    rows, depth, columns, width, bias
+):
+    rng = np.random.default_rng(depth * columns)
+    a = rng.standard_normal((*rows, depth)).astype(np.float32)
+    b = rng.standard_normal((depth, columns)).astype(np.float32)
+    panels = pack_panels(b, width)
+    assert panels.shape == (-(-columns // width), depth, width)
+    assert not panels[-1, :, columns - (panels.shape[0] - 1) * width :].any()  # zero tail
+    np.testing.assert_array_equal(unpack_panels(panels, columns), b)
+    c = [rng.standard_normal(columns).astype(np.float32)] if bias else []
+    want = OPERATORS["MatMul"].kernel(a, b)
+    if bias:
+        want = OPERATORS["Add"].kernel(want, c[0])
+    op, attrs = OPERATORS["PackedMatMul"], PanelAttrs(columns)
+    got = op.kernel(a, panels, *c, columns=columns)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    types = [TensorType(x.shape) for x in (a, panels, *c)]
+    assert op.output_types(attrs, types) == [TensorType(got.shape)]
+    assert op.macs(attrs, types, [TensorType(got.shape)]) == got.size * depth
+
+
+def test_a_packed_product_refuses_panels_that_do_not_hold_its_columns():
+    op, a = OPERATORS["PackedMatMul"], TensorType((2, 4))
+    with pytest.raises(OperandError, match="panels hold no 9 columns"):
+        op.output_types(PanelAttrs(9), [a, TensorType((2, 4, 4))])
+    with pytest.raises(OperandError, match="inner dimensions 4 and 5 differ"):
+        op.output_types(PanelAttrs(8), [a, TensorType((2, 5, 4))])
+    with pytest.raises(OperandError, match="the bias needs 8 values"):
+        op.output_types(PanelAttrs(8), [a, TensorType((2, 4, 4)), TensorType((4,))])
 
 
 def test_blocked_operators_refuse_plain_or_mismatched_operands():

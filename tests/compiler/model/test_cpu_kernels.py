@@ -18,7 +18,12 @@ from compiler.model.cpu_kernels_float import FLOAT_OPS
 from runtime.model import TensorSlot
 from runtime.model.kernels import _load
 from runtime.opset import OPERATORS
-from runtime.opset.blocked import block_channels, block_conv_weights, block_depthwise_weights
+from runtime.opset.blocked import (
+    block_channels,
+    block_conv_weights,
+    block_depthwise_weights,
+    pack_panels,
+)
 
 
 def _run_library(op, x: np.ndarray, out_shape, out_dtype, attrs) -> np.ndarray:
@@ -222,8 +227,11 @@ def test_blocked_conv_libraries_equal_the_numpy_kernels(
     if bias:
         conv.append(_f32(rng, out_block * 2))
         depthwise.append(_f32(rng, c))
-    _close(*_library_and_numpy("ConvNCHWc", conv, {**attrs, "groups": 1}))
-    _close(*_library_and_numpy("DepthwiseNCHWc", depthwise, {**attrs, "groups": c}))
+    for op, arrays, groups in (("ConvNCHWc", conv, 1), ("DepthwiseNCHWc", depthwise, c)):
+        got, want = _library_and_numpy(op, arrays, {**attrs, "groups": groups})
+        # the tolerance of the sums is relative to their magnitude before the clip
+        sums = OPERATORS[op].kernel(*arrays, **geometry, groups=groups, lo=-np.inf, hi=np.inf)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(sums).max()))
 
 
 @settings(max_examples=12, deadline=None)
@@ -250,6 +258,23 @@ def test_blocked_max_pool_library_equals_the_numpy_kernel_exactly(
     }
     got, want = _library_and_numpy("MaxPoolNCHWc", [x], attrs)
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    rows=st.tuples(st.integers(1, 2), st.integers(1, 9)),
+    depth=st.integers(1, 40),
+    columns=st.integers(1, 70),
+    width=st.sampled_from([8, 16, 32]),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_packed_matmul_library_equals_the_numpy_kernel(rows, depth, columns, width, bias, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [_f32(rng, *rows, depth), pack_panels(_f32(rng, depth, columns), width)]
+    if bias:
+        arrays.append(_f32(rng, columns))
+    _close(*_library_and_numpy("PackedMatMul", arrays, {"columns": columns}))
 
 
 def test_layout_changes_of_blocked_values_are_exact():
@@ -396,6 +421,17 @@ def test_unary_libraries_equal_the_numpy_kernels_bit_for_bit(op, shape, seed):
     }[op]
     got, want = _library_and_numpy(op, [x], attrs)
     np.testing.assert_array_equal(got, want)
+
+
+def test_erf_library_is_within_5e_7_of_numpy_everywhere():
+    """Every float32 in [-6, 6] at steps of 2**-12 (past 4 erf is 1 to float32), the signed
+    zeros and the infinities."""
+    x = np.concatenate([np.arange(-6, 6, 2.0**-12), [-0.0, 0.0, -np.inf, np.inf]]).astype(
+        np.float32
+    )
+    got, want = _library_and_numpy("Erf", [x], {})
+    assert np.abs(got.astype(np.float64) - want).max() <= 5e-7
+    np.testing.assert_array_equal(np.sign(got), np.sign(want))  # odd, with erf(0) = 0
 
 
 def test_integer_operands_keep_their_numpy_kernels():

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from compiler.zoo.bert import BertEncoder
 from compiler.zoo.mobilenet import MobileNetV2
 from compiler.zoo.resnet import BasicBlock
 from compiler.zoo.seeded import seeded
@@ -1176,68 +1177,14 @@ def transformer_encoder() -> tuple[nn.Module, Example]:
 # ----------------------------------------------------------------------------------- BERT
 
 
-class BertBlock(nn.Module):
-    """HF BERT's embeddings and one encoder layer: word + position + token-type embeddings
-    (int64 ids, positions from a constant ``arange`` buffer), LayerNorm; self-attention
-    (query/key/value Linears, heads by view + permute, scores scaled, the extended attention
-    mask ``(1 - mask) * finfo.min`` added, softmax, context merged back), dense + LayerNorm of
-    the residual; GELU intermediate, dense + LayerNorm of the residual."""
-
-    def __init__(self, vocab: int, length: int, hidden: int, heads: int, intermediate: int) -> None:
-        super().__init__()
-        self.heads, self.head_dim = heads, hidden // heads
-        self.word_embeddings = nn.Embedding(vocab, hidden)
-        self.position_embeddings = nn.Embedding(length, hidden)
-        self.token_type_embeddings = nn.Embedding(2, hidden)
-        self.register_buffer("position_ids", torch.arange(length).expand((1, -1)))
-        self.register_buffer("token_type_ids", torch.zeros((1, length), dtype=torch.long))
-        self.embeddings_norm = nn.LayerNorm(hidden, eps=1e-12)
-        self.query = nn.Linear(hidden, hidden)
-        self.key = nn.Linear(hidden, hidden)
-        self.value = nn.Linear(hidden, hidden)
-        self.attention_dense = nn.Linear(hidden, hidden)
-        self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
-        self.intermediate = nn.Linear(hidden, intermediate)
-        self.activation = nn.GELU()
-        self.output_dense = nn.Linear(intermediate, hidden)
-        self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
-        self.dropout = nn.Dropout(0.1)
-
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.view((*x.size()[:-1], self.heads, self.head_dim))
-        return x.permute(0, 2, 1, 3)
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        length = input_ids.shape[1]
-        embeddings = self.word_embeddings(input_ids)
-        embeddings = embeddings + self.token_type_embeddings(self.token_type_ids[:, :length])
-        embeddings = embeddings + self.position_embeddings(self.position_ids[:, :length])
-        hidden = self.dropout(self.embeddings_norm(embeddings))
-
-        extended = attention_mask[:, None, None, :].to(hidden.dtype)
-        extended = (1.0 - extended) * torch.finfo(hidden.dtype).min
-        q = self._heads(self.query(hidden))
-        k = self._heads(self.key(hidden))
-        v = self._heads(self.value(hidden))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
-        scores = scores + extended
-        probs = self.dropout(F.softmax(scores, dim=-1))
-        context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
-        context = context.view((*context.size()[:-2], self.heads * self.head_dim))
-        attended = self.attention_dense(context)
-        attended = self.attention_norm(self.dropout(attended) + hidden)
-        inner = self.activation(self.intermediate(attended))
-        out = self.dropout(self.output_dense(inner))
-        return self.output_norm(out + attended)
-
-
 def bert_block() -> tuple[nn.Module, Example]:
-    """:class:`BertBlock` with vocabulary 64, 16 tokens (the last three padding, masked out),
-    hidden 32, 4 heads, intermediate 64."""
+    """HF BERT's embeddings and one encoder layer (:class:`compiler.zoo.bert.BertEncoder`)
+    with vocabulary 64, 16 tokens (the last three padding, masked out), hidden 32, 4 heads,
+    intermediate 64."""
     ids = _tokens(16, 64, 16)
     mask = torch.ones(1, 16, dtype=torch.int64)
     mask[:, -3:] = 0
-    return _make(lambda: BertBlock(64, 16, 32, 4, 64), 16), (ids, mask)
+    return _make(lambda: BertEncoder(64, 16, 32, 4, 64, layers=1), 16), (ids, mask)
 
 
 # ----------------------------------------------------------------------------------- GPT-2
