@@ -80,6 +80,13 @@ def test_bad_buffers(call, message):
         call(ProgramBuilder(DEFAULT))
 
 
+@pytest.mark.parametrize("start", [-1, -4096])
+def test_a_negative_dram_start_is_refused(start):
+    with pytest.raises(BuilderError, match=f"dram_start={start} must be >= 0"):
+        ProgramBuilder(DEFAULT, dram_start=start)
+    assert ProgramBuilder(DEFAULT, dram_start=0).finish().dram_extent >= 0  # 0 is the least
+
+
 def test_extern_buffers_are_the_callers_memory():
     """A buffer at an address the caller chose: no segment, and the micro-op table goes where
     dram_start says, not after it."""
