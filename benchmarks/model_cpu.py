@@ -1,11 +1,13 @@
 """Whole float32 models on the CPU: vtaforge's ``target="llvm"`` models beside PyTorch eager and
 onnxruntime, batch 1, one thread (or ``--threads N``).
 
-Models: the ResNet-18- and MobileNetV2-shaped networks of ``tests/compiler/model/zoo_models.py``
-(reduced widths, 32x32 images) and the full-width ResNet-18 of :mod:`compiler.zoo.resnet` at
-224x224, seeded weights. Each is compiled once with ``compile_model(..., target="llvm")`` and
-run by ``Model.run(x, device="cpu")`` twice over: with this host's LLVM kernels (built into a
-fresh cache, the build time reported) and with the numpy kernels only (``native_kernels=False``).
+Models (seeded weights, written in the project): torchvision's ResNet-18
+(:mod:`compiler.zoo.resnet`) and MobileNetV2 (:mod:`compiler.zoo.mobilenet`) at full width and
+224x224, and a 2-layer BERT-base-shaped encoder at 128 tokens (:mod:`compiler.zoo.bert`);
+``--quick``: the reduced ResNet-18 and MobileNetV2 of ``tests/compiler/model/zoo_models.py`` at
+32x32 instead. Each is compiled once with ``compile_model(..., target="llvm")`` and run by
+``Model.run(x, device="cpu")`` twice over: with this host's LLVM kernels (built into a fresh
+cache, the build time reported) and with the numpy kernels only (``native_kernels=False``).
 Peers in the same run: PyTorch eager (``torch.set_num_threads(N)``, ``no_grad``) and onnxruntime
 (CPUExecutionProvider, ``intra_op_num_threads=N``) on the same module and input; ours runs with
 ``threads=N`` (the LLVM kernels' parallel loops), numpy with N BLAS threads. The four are
@@ -17,7 +19,6 @@ both vtaforge runs (the run report's per-step seconds, median over the rounds).
 The output names the CPU, its vector width and the load average before and after (timings on
 a shared machine are noisy). Run: ``python benchmarks/model_cpu.py [--rounds N] [--quick]
 [--threads N]``
-(``--quick``: the small models only).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from threadpoolctl import threadpool_limits
 from compiler.codegen import Target
 from compiler.model import compile_model
 from compiler.zoo import onnx_bytes
+from compiler.zoo.bert import bert_encoder
+from compiler.zoo.mobilenet import mobilenet_v2 as full_mobilenet_v2
 from compiler.zoo.resnet import resnet18 as full_resnet18
 from runtime.model import Model
 from tests.compiler.model.zoo_models import mobilenet_v2, random_like, resnet18
@@ -47,25 +50,36 @@ from tests.compiler.model.zoo_models import mobilenet_v2, random_like, resnet18
 PEERS = ("vtaforge llvm", "vtaforge numpy", "pytorch", "onnxruntime")
 
 
-def _models(quick: bool) -> list[tuple[str, torch.nn.Module, np.ndarray]]:
-    models = []
-    small = (("resnet18 (zoo, 32x32)", resnet18), ("mobilenet_v2 (zoo, 32x32)", mobilenet_v2))
-    for name, factory in small:
-        module, example = factory()
-        models.append((name, module, random_like(example, 1)[0]))
-    if not quick:
-        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
-        models.append(("resnet18 (full, 224x224)", full_resnet18(), x))
-    return models
+def _models(quick: bool) -> list[tuple[str, torch.nn.Module, list[np.ndarray]]]:
+    rng = np.random.default_rng(0)
+    if quick:
+        small = (("resnet18 (zoo, 32x32)", resnet18), ("mobilenet_v2 (zoo, 32x32)", mobilenet_v2))
+        return [(name, *_first(factory())) for name, factory in small]
+    image = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32)]
+    ids = rng.integers(0, 8192, (1, 128)).astype(np.int64)
+    mask = np.ones((1, 128), np.int64)
+    mask[:, -16:] = 0  # the last 16 tokens padding
+    return [
+        ("resnet18 (224x224)", full_resnet18(), image),
+        ("mobilenet_v2 (224x224)", full_mobilenet_v2(), image),
+        ("bert encoder (2 layers, 128 tokens)", bert_encoder(), [ids, mask]),
+    ]
 
 
-def _session(module: torch.nn.Module, x: np.ndarray, threads: int) -> ort.InferenceSession:
+def _first(made: tuple[torch.nn.Module, tuple]) -> tuple[torch.nn.Module, list[np.ndarray]]:
+    module, example = made
+    return module, random_like(example, 1)
+
+
+def _session(
+    module: torch.nn.Module, x: list[np.ndarray], threads: int
+) -> tuple[ort.InferenceSession, list[str]]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    return ort.InferenceSession(
-        onnx_bytes(module, x, input_names=["x"]), options, providers=["CPUExecutionProvider"]
-    )
+    names = [f"x{k}" for k in range(len(x))]
+    model = onnx_bytes(module, *x, input_names=names)
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]), names
 
 
 def _interleaved(runners: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
@@ -80,7 +94,7 @@ def _interleaved(runners: dict[str, Callable[[], object]], rounds: int) -> dict[
     return times
 
 
-def _split(model: Model, x: np.ndarray, rounds: int, threads: int) -> dict[str, float]:
+def _split(model: Model, x: list[np.ndarray], rounds: int, threads: int) -> dict[str, float]:
     """Median milliseconds per operator (the steps of one kind summed), and outside the steps,
     over ``rounds`` runs."""
     per_round: dict[str, list[float]] = collections.defaultdict(list)
@@ -99,22 +113,22 @@ def _split(model: Model, x: np.ndarray, rounds: int, threads: int) -> dict[str, 
 
 
 def _bench(
-    name: str, module: torch.nn.Module, x: np.ndarray, rounds: int, threads: int, cache: Path
+    name: str, module: torch.nn.Module, x: list[np.ndarray], rounds: int, threads: int, cache: Path
 ):
     compiled = compile_model(module, calibration=[x], target="llvm")
     started = time.perf_counter()
     native = Model(compiled.image, kernel_cache=cache)
     build = time.perf_counter() - started
     numpy_only = Model(compiled.image, native_kernels=False)
-    session = _session(module, x, threads)
-    xt = torch.from_numpy(x)
+    session, names = _session(module, x, threads)
+    xt = [torch.from_numpy(a) for a in x]
     with torch.no_grad():
-        expected = module(xt).numpy()
+        expected = module(*xt).numpy()
     runners = {
         "vtaforge llvm": lambda: native.run(x, device="cpu", threads=threads).output,
         "vtaforge numpy": lambda: numpy_only.run(x, device="cpu").output,
-        "pytorch": lambda: module(xt).numpy(),
-        "onnxruntime": lambda: session.run(None, {"x": x})[0],
+        "pytorch": lambda: module(*xt).numpy(),
+        "onnxruntime": lambda: session.run(None, dict(zip(names, x, strict=True)))[0],
     }
     scale = float(np.abs(expected).max())
     with torch.no_grad():
