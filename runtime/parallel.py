@@ -4,9 +4,12 @@ A kernel compiled by the LLVM backend takes, after its arguments, a pointer to a
 null runs every parallel loop on the calling thread; otherwise, for each parallel loop, native
 code calls ``launcher(body, closure, extent)``, and the launcher runs ``body(begin, end,
 closure)`` over chunks of ``[0, extent)`` on a thread pool, the calling thread taking the
-first. :class:`ParallelLauncher` is that launcher, shared by the compiler's callable kernels
-(:mod:`compiler.codegen.runtime`) and a compiled model's CPU steps (:mod:`runtime.model`).
-Native code calls into ctypes, which releases the GIL, so the chunks truly run at once.
+first. :func:`make_launcher` gives the launcher that the compiler's callable kernels
+(:mod:`compiler.codegen.runtime`) and a compiled model's CPU steps (:mod:`runtime.model`) use:
+the native one (:mod:`runtime.parallel_native`, a pool of POSIX threads: a launch costs a
+wake-up) where the host can compile it, else :class:`ParallelLauncher`, in Python (native code
+calls into ctypes, which releases the GIL, so the chunks truly run at once, but each launch
+costs a Python callback and a pool submission, tens of microseconds).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["ParallelLauncher", "chunks"]
+from runtime.parallel_native import NativeLauncher, native_launcher
+
+__all__ = ["Launcher", "NativeLauncher", "ParallelLauncher", "chunks", "make_launcher"]
 
 #: ``launcher(body, closure, extent)``, as native code calls it.
 _LAUNCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
@@ -84,3 +89,14 @@ class ParallelLauncher:
                     thread_name_prefix=f"vtaforge-{self.name}",
                 )
             return self._pool
+
+
+#: What :func:`make_launcher` gives: a native or a Python launcher.
+Launcher = ParallelLauncher | NativeLauncher
+
+
+def make_launcher(name: str) -> Launcher:
+    """The launcher for kernels named ``name``: native where this host compiled it (unless
+    the ``VTAFORGE_PYTHON_LAUNCHER`` variable is set), else :class:`ParallelLauncher`."""
+    library = None if os.environ.get("VTAFORGE_PYTHON_LAUNCHER") else native_launcher()
+    return NativeLauncher(library) if library is not None else ParallelLauncher(name)

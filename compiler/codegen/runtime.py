@@ -17,7 +17,7 @@ import numpy as np
 from compiler.errors import CompileError
 from compiler.loop_ir import Buffer, LoweredFunc, Store
 from compiler.visit import walk
-from runtime.parallel import ParallelLauncher
+from runtime.parallel import make_launcher
 
 __all__ = ["CompiledFunction", "check_arguments", "output_positions"]
 
@@ -100,7 +100,7 @@ class CompiledFunction:
         self._params: tuple[Buffer, ...] = func.params
         self._outputs = output_positions(func)
         self._native = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(self._params) + 1))(address)
-        self._launcher = ParallelLauncher(func.name)
+        self._launcher = make_launcher(func.name)
 
     @property
     def name(self) -> str:

@@ -29,7 +29,7 @@ from runtime.model.image import ModelFormatError, ModelImage, Step
 from runtime.model.kernels import HostKernels, kernel_builder
 from runtime.model.report import ModelReport, StepReport
 from runtime.opset import OPERATORS
-from runtime.parallel import ParallelLauncher
+from runtime.parallel import make_launcher
 
 __all__ = ["Model", "ModelInputError", "ModelRun", "load_model"]
 
@@ -67,7 +67,7 @@ class Model:
         self.cfg = image.config
         self.fallbacks: dict[str, str] = {}
         self._images = threading.local()  # each thread's DRAM image, reused run after run
-        self._launcher = ParallelLauncher(f"model-{image.name}")
+        self._launcher = make_launcher(f"model-{image.name}")
         self._params = np.frombuffer(image.params, np.uint8)
         #: Only CPU steps, none writing a parameter: a run writes nothing but its inputs and
         #: the steps' outputs, so the parameters need no copy between runs.

@@ -74,7 +74,9 @@ def test_read_only_output_is_refused(saxpy):
 
 
 def test_parallel_loops_run_on_several_threads(monkeypatch):
-    """The launcher hands chunks to pool threads: a parallel loop sees more than one thread."""
+    """The Python launcher hands chunks to pool threads: a parallel loop sees more than one
+    thread (the native launcher's own test: tests/runtime/test_parallel.py)."""
+    monkeypatch.setenv("VTAFORGE_PYTHON_LAUNCHER", "1")
     seen = set()
     original = ParallelLauncher._launch
 

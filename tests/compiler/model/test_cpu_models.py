@@ -197,16 +197,24 @@ def test_runs_reuse_one_image_without_carrying_anything_over(target, tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
-def test_threads_share_the_kernels_parallel_loops_with_the_same_result(tmp_path, monkeypatch):
-    """``run(..., threads=2)`` hands the kernels a launcher, which splits their parallel loops
-    (counted here) and gives one thread's bytes; a bad count is a ModelInputError."""
+@pytest.mark.parametrize("launcher", ["native", "python"])
+def test_threads_share_the_kernels_parallel_loops_with_the_same_result(
+    launcher, tmp_path, monkeypatch
+):
+    """``run(..., threads=2)`` hands the kernels a launcher (the native one, or the Python one
+    whose splits are counted here) and gives one thread's bytes; a bad count is a
+    ModelInputError."""
     from runtime import parallel
     from runtime.model import ModelInputError
 
+    if launcher == "python":
+        monkeypatch.setenv("VTAFORGE_PYTHON_LAUNCHER", "1")
     graph = residual_cnn(6, channels=16, size=8)
     x = samples(graph, 1)[0]
     compiled = compile_model(graph, "tiny", calibration=[x], target="llvm")
     model = Model(compiled.image, kernel_cache=tmp_path)
+    expected = parallel.ParallelLauncher if launcher == "python" else parallel.NativeLauncher
+    assert isinstance(model._launcher, expected)
     one = model.run(x, device="cpu").output
     split: list[tuple[int, int]] = []
     real = parallel.chunks
@@ -217,7 +225,8 @@ def test_threads_share_the_kernels_parallel_loops_with_the_same_result(tmp_path,
 
     monkeypatch.setattr(parallel, "chunks", counted)
     two = model.run(x, device="cpu", threads=2).output
-    assert split and all(parts == 2 for _, parts in split)
+    if launcher == "python":
+        assert split and all(parts == 2 for _, parts in split)
     np.testing.assert_array_equal(two, one)
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ModelInputError, match="threads must be a positive integer"):

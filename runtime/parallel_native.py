@@ -1,0 +1,168 @@
+"""The native parallel launcher: a persistent pool of POSIX threads in C, so that launching a
+native kernel's parallel loop costs a condition variable's wake-up, not a Python callback.
+
+The C source below is compiled by the host's C compiler (``cc``, which linking the LLVM
+kernels needs too) into the kernel cache (:func:`runtime.model.kernels.kernel_cache_dir`,
+keyed by a digest of the source) the first time a process asks for it, and loaded with
+ctypes. It exports ``vtaforge_set_threads(n)``, how many threads share the calling thread's
+next parallel loops (thread-local), and ``vtaforge_launch(body, closure, extent)``, the
+launcher that kernels call: ``body(begin, end, closure)`` over the chunks of ``[0, extent)``
+that :func:`runtime.parallel.chunks` makes (the larger first), the calling thread taking the
+first chunk and the pool's threads the others, returning when all are done. Launches from
+several calling threads take turns (one pool). Where no C compiler is installed (a board),
+:func:`native_launcher` is None and the Python launcher (:class:`runtime.parallel.
+ParallelLauncher`) runs the loops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+__all__ = ["NativeLauncher", "native_launcher"]
+
+_SOURCE = r"""
+#include <pthread.h>
+#include <stdint.h>
+
+typedef void (*body_fn)(int64_t begin, int64_t end, void *closure);
+
+static pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;   /* one launch at a time */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the job's fields below */
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+static int workers = 0;
+static uint64_t generation = 0;
+static int pending = 0;
+static body_fn job_body;
+static void *job_closure;
+static int64_t job_extent;
+static int job_parts;
+static __thread int wanted = 1;
+
+static void chunk(int part, int parts, int64_t extent, int64_t *begin, int64_t *end) {
+    int64_t step = extent / parts, extra = extent % parts;
+    *begin = part * step + (part < extra ? part : extra);
+    *end = *begin + step + (part < extra ? 1 : 0);
+}
+
+static void *work(void *arg) {
+    int index = (int)(intptr_t)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (generation == seen)
+            pthread_cond_wait(&wake, &lock);
+        seen = generation;
+        if (index >= job_parts)
+            continue;
+        body_fn body = job_body;
+        void *closure = job_closure;
+        int64_t begin, end;
+        chunk(index, job_parts, job_extent, &begin, &end);
+        pthread_mutex_unlock(&lock);
+        body(begin, end, closure);
+        pthread_mutex_lock(&lock);
+        if (--pending == 0)
+            pthread_cond_signal(&done);
+    }
+    return 0;
+}
+
+int vtaforge_set_threads(int threads) {
+    wanted = threads < 1 ? 1 : threads;
+    return wanted;
+}
+
+void vtaforge_launch(void *body, void *closure, int64_t extent) {
+    int parts = wanted < extent ? wanted : (int)extent;
+    if (parts <= 1) {
+        if (extent > 0)
+            ((body_fn)body)(0, extent, closure);
+        return;
+    }
+    pthread_mutex_lock(&turn);
+    pthread_mutex_lock(&lock);
+    while (workers < parts - 1) {
+        pthread_t thread;
+        if (pthread_create(&thread, 0, work, (void *)(intptr_t)(workers + 1)) != 0)
+            break;
+        pthread_detach(thread);
+        workers++;
+    }
+    if (parts > workers + 1)
+        parts = workers + 1;
+    job_body = (body_fn)body;
+    job_closure = closure;
+    job_extent = extent;
+    job_parts = parts;
+    pending = parts - 1;
+    generation++;
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&lock);
+    int64_t begin, end;
+    chunk(0, parts, extent, &begin, &end);
+    ((body_fn)body)(begin, end, closure);
+    pthread_mutex_lock(&lock);
+    while (pending > 0)
+        pthread_cond_wait(&done, &lock);
+    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&turn);
+}
+"""
+
+
+@cache
+def native_launcher() -> ctypes.CDLL | None:
+    """The launcher's library, compiled once per host into the kernel cache, or None where it
+    cannot be (no C compiler, an unwritable cache: the Python launcher then runs)."""
+    from runtime.model.kernels import kernel_cache_dir
+
+    digest = hashlib.sha256(_SOURCE.encode()).hexdigest()[:16]
+    path = kernel_cache_dir() / f"launcher-{digest}.so"
+    try:
+        if not path.is_file():
+            _compile(path)
+        library = ctypes.CDLL(str(path))
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    library.vtaforge_set_threads.argtypes = [ctypes.c_int]
+    library.vtaforge_set_threads.restype = ctypes.c_int
+    return library
+
+
+def _compile(path: Path) -> None:
+    """Compile :data:`_SOURCE` into ``path``, whole or not at all (a concurrent run may
+    race)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+        source, built = Path(scratch) / "launcher.c", Path(scratch) / "launcher.so"
+        source.write_text(_SOURCE)
+        command = ["cc", "-O2", "-shared", "-fPIC", "-pthread", "-o", str(built), str(source)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        os.replace(built, path)
+
+
+class NativeLauncher:
+    """:class:`runtime.parallel.ParallelLauncher`'s interface over the native launcher
+    (``library``, from :func:`native_launcher`): nothing a native body does can raise."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self._library = library
+        self._entry = ctypes.cast(library.vtaforge_launch, ctypes.c_void_p)
+
+    def pointer(self, threads: int) -> ctypes.c_void_p | None:
+        """The launcher argument of a native call on this thread: None (run on this thread)
+        for one thread, else the native launcher, sharing each loop among ``threads``."""
+        if threads <= 1:
+            return None
+        self._library.vtaforge_set_threads(threads)
+        return self._entry
+
+    def raise_error(self) -> None:
+        """Nothing to raise: the chunks are native code."""
