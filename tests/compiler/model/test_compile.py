@@ -315,10 +315,11 @@ def test_attention_of_any_shape_is_bit_exact_on_the_functional_simulator(
     np.testing.assert_array_equal(_output(model.run(x, "fsim"), model), model.reference(x)[0])
 
 
-@pytest.mark.parametrize("after_relu", [True, False])
-def test_a_ceil_mode_max_pool_runs_on_the_accelerator_after_a_relu(after_relu):
+@pytest.mark.parametrize(("after_relu", "ceil"), [(True, True), (False, True), (False, False)])
+def test_a_ceil_mode_max_pool_runs_on_the_accelerator_after_a_relu(after_relu, ceil):
     """A ceil-mode pooling whose last windows run past the input: on the accelerator after a
-    ReLU (the DMA's zero padding is then exact), on the CPU with the reason otherwise."""
+    ReLU (the DMA's zero padding is then exact), on the CPU with the reason otherwise; a
+    pooling whose windows stay inside the input runs on the accelerator whatever its input."""
     rng = np.random.default_rng(3)
     b = GraphBuilder("ceil_pool")
     x = b.input("x", (1, 16, 12, 12))
@@ -326,12 +327,12 @@ def test_a_ceil_mode_max_pool_runs_on_the_accelerator_after_a_relu(after_relu):
     h = b.add1(Op.CONV, [x, w], ConvAttrs(pads=(1, 1, 1, 1)), name="conv")
     if after_relu:
         h = b.add1(Op.RELU, [h], name="relu")
-    pool = PoolAttrs((3, 3), (2, 2), ceil_mode=True)
+    pool = PoolAttrs((3, 3), (2, 2), ceil_mode=True) if ceil else PoolAttrs((2, 2), (2, 2))
     graph = b.build([b.add1(Op.MAX_POOL, [h], pool, name="pool")])
-    assert graph.types["pool"].shape == (1, 16, 6, 6)  # ceil((12 - 3) / 2) + 1
+    assert graph.types["pool"].shape == (1, 16, 6, 6)  # ceil((12 - 3) / 2) + 1, or 12 / 2
     model = compile_model(graph, DEFAULT, calibration=samples(graph, 2))
     placement = model.partition.placement("pool")
-    if after_relu:
+    if after_relu or not ceil:
         assert placement.device == "accel"
     else:
         assert placement.device == "cpu" and "non-negative input" in placement.reason
