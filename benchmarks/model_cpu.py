@@ -14,18 +14,24 @@ Peers in the same run: PyTorch eager (``torch.set_num_threads(N)``, ``no_grad``)
 timed interleaved, one call each per round (ours first in even rounds, last in odd ones), and
 the median of the rounds is reported with each peer's time over ours; every output is checked
 against PyTorch's (1e-4 relative to its largest magnitude). Then the per-operator split of
-both vtaforge runs (the run report's per-step seconds, median over the rounds).
+both vtaforge runs (the run report's per-step seconds, median over the rounds). With ``--tvm
+PYTHON`` (the interpreter of an environment where ``apache-tvm`` and ``onnx`` are installed),
+Apache TVM's default pipeline, untuned, is a peer too: the same ONNX file built by
+``tvm.compile`` for ``llvm`` (``_tvm_peer.py``, in its own process, ``TVM_NUM_THREADS=N``, not
+interleaved; at most 3 rounds), its output checked like the others'.
 
 The output names the CPU, its vector width and the load average before and after (timings on
 a shared machine are noisy). Run: ``python benchmarks/model_cpu.py [--rounds N] [--quick]
-[--threads N]``
+[--threads N] [--tvm PYTHON]``
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -46,8 +52,6 @@ from compiler.zoo.mobilenet import mobilenet_v2 as full_mobilenet_v2
 from compiler.zoo.resnet import resnet18 as full_resnet18
 from runtime.model import Model
 from tests.compiler.model.zoo_models import mobilenet_v2, random_like, resnet18
-
-PEERS = ("vtaforge llvm", "vtaforge numpy", "pytorch", "onnxruntime")
 
 
 def _models(quick: bool) -> list[tuple[str, torch.nn.Module, list[np.ndarray]]]:
@@ -73,13 +77,14 @@ def _first(made: tuple[torch.nn.Module, tuple]) -> tuple[torch.nn.Module, list[n
 
 def _session(
     module: torch.nn.Module, x: list[np.ndarray], threads: int
-) -> tuple[ort.InferenceSession, list[str]]:
+) -> tuple[ort.InferenceSession, list[str], bytes]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     names = [f"x{k}" for k in range(len(x))]
     model = onnx_bytes(module, *x, input_names=names)
-    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]), names
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return session, names, model
 
 
 def _interleaved(runners: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
@@ -113,14 +118,20 @@ def _split(model: Model, x: list[np.ndarray], rounds: int, threads: int) -> dict
 
 
 def _bench(
-    name: str, module: torch.nn.Module, x: list[np.ndarray], rounds: int, threads: int, cache: Path
+    name: str,
+    module: torch.nn.Module,
+    x: list[np.ndarray],
+    rounds: int,
+    threads: int,
+    cache: Path,
+    tvm: str | None,
 ):
     compiled = compile_model(module, calibration=[x], target="llvm")
     started = time.perf_counter()
     native = Model(compiled.image, kernel_cache=cache)
     build = time.perf_counter() - started
     numpy_only = Model(compiled.image, native_kernels=False)
-    session, names = _session(module, x, threads)
+    session, names, onnx_model = _session(module, x, threads)
     xt = [torch.from_numpy(a) for a in x]
     with torch.no_grad():
         expected = module(*xt).numpy()
@@ -138,6 +149,11 @@ def _bench(
             assert error <= 1e-4, f"{name}: {peer} differs from PyTorch by {error:.2e}"
         times = _interleaved(runners, rounds)
     medians = {peer: float(np.median(t)) * 1e3 for peer, t in times.items()}
+    if tvm is not None:
+        feeds = dict(zip(names, x, strict=True))
+        got, medians["tvm (untuned)"] = _tvm(tvm, onnx_model, feeds, rounds, threads)
+        error = float(np.abs(got - expected).max()) / scale
+        assert error <= 1e-4, f"{name}: tvm differs from PyTorch by {error:.2e}"
     ours = medians["vtaforge llvm"]
     rows = [
         [name, peer, ms, medians[peer] / ours if peer != "vtaforge llvm" else 1.0]
@@ -151,11 +167,28 @@ def _bench(
     return rows, build, dict(kernels), splits, len(compiled.image.steps)
 
 
+def _tvm(
+    python: str, model: bytes, inputs: dict[str, np.ndarray], rounds: int, threads: int
+) -> tuple[np.ndarray, float]:
+    """Apache TVM's output and median milliseconds (``_tvm_peer.py`` run by ``python``)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        (folder / "model.onnx").write_bytes(model)
+        np.savez(folder / "inputs.npz", **inputs)
+        peer = Path(__file__).with_name("_tvm_peer.py")
+        files = [folder / "model.onnx", folder / "inputs.npz", min(rounds, 3), folder / "out.npy"]
+        command = [python, str(peer), *map(str, files)]
+        environment = {**os.environ, "TVM_NUM_THREADS": str(threads)}
+        done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
+        return np.load(folder / "out.npy"), json.loads(done.stdout.splitlines()[-1])["ms"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=21, help="timed calls of each (median)")
     parser.add_argument("--quick", action="store_true", help="the small models only")
     parser.add_argument("--threads", type=int, default=1, help="threads of every runner")
+    parser.add_argument("--tvm", metavar="PYTHON", help="a Python with apache-tvm: TVM as a peer")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
@@ -163,7 +196,7 @@ def main() -> None:
     with threadpool_limits(limits=args.threads), tempfile.TemporaryDirectory() as scratch:
         for name, module, x in _models(args.quick):
             found, build, kernels, splits, steps = _bench(
-                name, module, x, args.rounds, args.threads, Path(scratch)
+                name, module, x, args.rounds, args.threads, Path(scratch), args.tvm
             )
             rows += found
             meta[name] = {"steps": steps, "kernels": kernels, "kernel_build_s": build}
