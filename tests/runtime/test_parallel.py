@@ -67,3 +67,15 @@ def test_the_python_launcher_is_the_fallback(monkeypatch):
     assert isinstance(make_launcher("x"), NativeLauncher)
     monkeypatch.setenv("VTAFORGE_PYTHON_LAUNCHER", "1")
     assert isinstance(make_launcher("x"), ParallelLauncher)
+
+
+def test_without_a_c_compiler_the_python_launcher_runs(tmp_path, monkeypatch):
+    """No ``cc`` on the PATH and nothing cached: no native launcher, the Python one instead."""
+    monkeypatch.setenv("VTAFORGE_KERNEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    native_launcher.cache_clear()
+    try:
+        assert native_launcher() is None
+        assert isinstance(make_launcher("x"), ParallelLauncher)
+    finally:
+        native_launcher.cache_clear()
