@@ -136,15 +136,21 @@ class Comparison:
             raise GraphError(f"not a comparison's JSON ({type(err).__name__}: {err})") from None
         return comparison
 
+    def bar_heights(self) -> list[float]:
+        """The plot's bar of each layer: its SQNR in dB; an infinite SQNR (an exact layer) as
+        the tallest bar, 1.15 times the largest finite one (10 where none is positive); minus
+        infinity (a silent layer) as no bar, 0."""
+        finite = [layer.sqnr_db for layer in self.layers if math.isfinite(layer.sqnr_db)]
+        top = max([*finite, 0.0]) * 1.15 or 10.0
+        return [_bar_height(layer.sqnr_db, top) for layer in self.layers]
+
     def plot(self, path: str | Path) -> None:
         """A PNG at ``path``: the SQNR of every layer as bars (inf drawn as the tallest bar
         marked "inf"), the worst in red."""
         from simulator.plots import pyplot
 
         plt = pyplot()
-        finite = [layer.sqnr_db for layer in self.layers if math.isfinite(layer.sqnr_db)]
-        top = max([*finite, 0.0]) * 1.15 or 10.0
-        heights = [_bar_height(layer.sqnr_db, top) for layer in self.layers]
+        heights = self.bar_heights()
         worst = self.worst
         colors = ["tab:red" if layer is worst else "tab:blue" for layer in self.layers]
         fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(self.layers) + 2), 4.5))

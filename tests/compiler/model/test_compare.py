@@ -21,6 +21,7 @@ from compiler.frontend import from_onnx
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Op
 from compiler.model import compile_model
+from compiler.model.compare import LayerError
 from runtime.cli import main
 from runtime.model import ModelFormatError, ModelImage, load_model
 from tests.runtime.vtaf_files import tiny_model
@@ -186,6 +187,17 @@ def test_a_model_run_in_float_compares_at_infinite_sqnr(cnn):
     record = json.loads(comparison.to_json(), parse_constant=pytest.fail)  # no Infinity token
     assert record["worst"]["sqnr_db"] == "inf"
     assert Comparison.from_json(comparison.to_json()) == comparison
+
+
+def test_the_plots_bars_draw_exact_layers_tallest_and_silent_ones_empty():
+    def layer(db: float) -> LayerError:
+        return LayerError("v", "Conv", db, 0.1, None, "s", "QConv", "accel")
+
+    sqnrs = (10.0, math.inf, -math.inf, 20.0)
+    comparison = Comparison("m", "fsim", tuple(layer(db) for db in sqnrs))
+    assert comparison.bar_heights() == pytest.approx([10.0, 23.0, 0.0, 20.0])
+    silent = Comparison("m", "fsim", (layer(-3.0), layer(math.inf)))
+    assert silent.bar_heights() == [-3.0, 10.0]
 
 
 def test_json_round_trips_and_the_plot_is_a_png(cnn, tmp_path):
