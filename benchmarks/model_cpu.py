@@ -9,7 +9,10 @@ Models (seeded weights, written in the project): torchvision's ResNet-18
 ``Model.run(x, device="cpu")`` twice over: with this host's LLVM kernels (built into a fresh
 cache, the build time reported) and with the numpy kernels only (``native_kernels=False``).
 Peers in the same run: PyTorch eager (``torch.set_num_threads(N)``, ``no_grad``) and onnxruntime
-(CPUExecutionProvider, ``intra_op_num_threads=N``) on the same module and input; ours runs with
+(CPUExecutionProvider, ``intra_op_num_threads=N``) on the same module and input, their idle
+threads sleeping rather than spinning (``OMP_WAIT_POLICY=PASSIVE``,
+``OPENBLAS_THREAD_TIMEOUT=4``, onnxruntime's ``allow_spinning`` off: a spinning peer would hold
+the core the next runner needs); ours runs with
 ``threads=N`` (the LLVM kernels' parallel loops), numpy with N BLAS threads. The four are
 timed interleaved, one call each per round (ours first in even rounds, last in odd ones), and
 the median of the rounds is reported with each peer's time over ours; every output is checked
@@ -36,6 +39,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+#: Interleaved runners share the cores: a peer's idle threads must sleep, not spin on a core
+#: the next runner needs (OpenMP's, PyTorch's, and OpenBLAS's, numpy's, here: 2**4 cycles
+#: rather than 2**28; onnxruntime's: its session option). Measured on ResNet-18 at two
+#: threads: ours 35.9 ms right after a numpy run, 21-24 ms with these.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import _harness  # noqa: F401  (puts the repository on sys.path)
 import numpy as np
@@ -81,6 +91,7 @@ def _session(
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     names = [f"x{k}" for k in range(len(x))]
     model = onnx_bytes(module, *x, input_names=names)
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])

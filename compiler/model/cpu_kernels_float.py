@@ -192,6 +192,14 @@ def _depthwise(x, w, bias, attrs, out_shape) -> tuple[Schedule, Tensor]:
     return s, out
 
 
+def _blocked_rows(s: Schedule, t: Tensor) -> None:
+    """A blocked stage ``t`` (N, C/c, H, W, c, in loop order) vectorized along its block and
+    its rows shared among the threads (each a parallel chunk of the native launcher)."""
+    b, k, y, *_ = t.op.axis
+    s[t].vectorize(t.op.axis[-1])
+    s[t].parallel(s[t].fuse(b, k, y))
+
+
 def _vectorized(s: Schedule, out: Tensor) -> None:
     """``out``'s innermost loop vectorized (its extent is the vector: LLVM handles tails)."""
     if out.op.axis and out.shape[-1] > 1:
@@ -204,7 +212,7 @@ def _to_nchwc(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str,
     v = attrs["block"]
     out = te.compute(output.shape, lambda b, k, y, z, i: x[b, k * v + i, y, z], name="NCHWc")
     s = create_schedule(out)
-    _vectorized(s, out)
+    _blocked_rows(s, out)
     return s, [x, out]
 
 
@@ -235,7 +243,7 @@ def _blocked_window(template: Template, kernel_axes: slice) -> Callable[..., Dec
             data = _padded(x, before, size, 0.0)
         s, out = template(data, w, stride=stride, padding=0)
         if data is not x:
-            s[data].vectorize(data.op.axis[-1])
+            _blocked_rows(s, data)
         lo, hi = attrs["lo"], attrs["hi"]
         if len(args) == 3 or lo > -math.inf or hi < math.inf:
             bias, lanes, convolved = args[2] if len(args) == 3 else None, output.shape[4], out
@@ -249,7 +257,7 @@ def _blocked_window(template: Template, kernel_axes: slice) -> Callable[..., Dec
 
             out = te.compute(output.shape, finished, name="finished")
             s = _replayed(s, out)
-            _vectorized(s, out)
+            _blocked_rows(s, out)
         return s, [*args, out]
 
     return declare
@@ -276,8 +284,8 @@ def _max_pool_nchwc(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dic
     s = create_schedule(out)
     b, k, y, z, v = out.op.axis
     s[out].reorder(b, k, y, z, ry, rx, v)
-    s[out].vectorize(v)
-    s[padded].vectorize(padded.op.axis[-1])
+    _blocked_rows(s, out)
+    _blocked_rows(s, padded)
     return s, [x, out]
 
 
