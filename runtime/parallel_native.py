@@ -10,7 +10,7 @@ next parallel loops (thread-local), and ``vtaforge_launch(body, closure, extent)
 launcher that kernels call: ``body(begin, end, closure)`` over the chunks of ``[0, extent)``
 that :func:`runtime.parallel.chunks` makes (the larger first), the calling thread taking the
 first chunk and the pool's threads the others, returning when all are done. A waiting thread
-spins a little (20,000 pauses, a fraction of a millisecond) before it sleeps: a model launches
+spins a little (4,000 pauses, about 0.1 ms) before it sleeps: a model launches
 its kernels' loops back to back, and a sleeping worker's wake-up cost 50-100 us a launch on
 this 2-core host (MobileNetV2 ran slower at two threads than at one). Launches from several
 calling threads take turns (one pool). Where no C compiler is installed (a board),
@@ -38,7 +38,7 @@ typedef void (*body_fn)(int64_t begin, int64_t end, void *closure);
 
 /* How long a waiting thread spins (checking, with a pause) before it sleeps: a model's
    kernels launch their loops back to back, tens of microseconds apart. */
-#define SPINS 20000
+#define SPINS 4000
 
 static pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;   /* one launch at a time */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* the job, sleepers, workers */
