@@ -35,8 +35,7 @@ __all__ = [
     "conv2d_nchw_compute",
     "nchwc_block",
     "out_size",
-    "row_tile",
-    "tile_choices",
+    "row_tile_knob",
 ]
 
 
@@ -76,6 +75,16 @@ def nchwc_block(channels: int, target: TargetSpec = None, out_width: int | None 
     if out_width is None:
         return blocks[0]
     return min(blocks, key=lambda b: -out_width % row_tile(model, out_width, b // lanes))
+
+
+def row_tile_knob(width: int, block: int, target: TargetSpec, options: tuple[int, ...]) -> Knob:
+    """The ``tile_ow`` knob of an NCHWc template whose output rows are ``width`` pixels of
+    ``block`` channels: the register tile :func:`row_tile` fits on ``target`` first, then the
+    ``options`` that fit the row."""
+    model = target_model(target)
+    return Knob(
+        "tile_ow", tile_choices(row_tile(model, width, -(-block // model.lanes)), width, options)
+    )
 
 
 def row_tile(model: MachineModel, width: int, vectors: int) -> int:
@@ -190,11 +199,9 @@ def _nchwc_space(
     data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0, target: TargetSpec = None
 ) -> KnobSpace:
     *_, oc, _, _, _, ow = _nchwc_shapes(data, kernel, stride, padding)
-    model = target_model(target)
-    tile_ow = row_tile(model, ow, -(-oc // model.lanes))
     return KnobSpace(
         (
-            Knob("tile_ow", tile_choices(tile_ow, ow, (14, 7, 28, 8, 16, 4, 2, 1))),
+            row_tile_knob(ow, oc, target, (14, 7, 28, 8, 16, 4, 2, 1)),
             Knob("unroll_kw", (True, False)),
             Knob("vectorize", (True, False)),
             Knob("parallel", (True, False)),

@@ -19,7 +19,7 @@ from compiler.templates._util import (
     target_model,
     vector_choices,
 )
-from compiler.templates.conv2d import out_size, row_tile, tile_choices
+from compiler.templates.conv2d import out_size, row_tile_knob
 from compiler.templates.knobs import Config, Knob, KnobSpace, Template
 
 __all__ = ["DEPTHWISE_CONV2D", "DEPTHWISE_CONV2D_NCHWC"]
@@ -105,11 +105,9 @@ def _nchwc_space(
     data: Tensor, kernel: Tensor, stride: int = 1, padding: int = 0, target: TargetSpec = None
 ) -> KnobSpace:
     *_, v, _, _, _, ow = _nchwc_shapes(data, kernel, stride, padding)
-    model = target_model(target)
-    default = row_tile(model, ow, -(-v // model.lanes))
     return KnobSpace(
         (
-            Knob("tile_ow", tile_choices(default, ow, (8, 4, 7, 14, 2, 1))),
+            row_tile_knob(ow, v, target, (8, 4, 7, 14, 2, 1)),
             Knob("unroll_kw", (True, False)),
             Knob("parallel", (True, False)),
         )
