@@ -13,7 +13,8 @@ first chunk and the pool's threads the others, returning when all are done. A wa
 spins a little (4,000 pauses, about 0.1 ms) before it sleeps: a model launches
 its kernels' loops back to back, and a sleeping worker's wake-up cost 50-100 us a launch on
 this 2-core host (MobileNetV2 ran slower at two threads than at one). Launches from several
-calling threads take turns (one pool). Where no C compiler is installed (a board),
+calling threads take turns (one pool); a forked child (the tuner's isolated measurements)
+starts a pool of its own. Where no C compiler is installed (a board),
 :func:`native_launcher` is None and the Python launcher (:class:`runtime.parallel.
 ParallelLauncher`) runs the loops.
 """
@@ -100,6 +101,22 @@ static void *work(void *arg) {
     return 0;
 }
 
+/* A forked child has none of the parent's workers (and may have copied a lock that a parent
+   thread held): it starts with a fresh pool. */
+static void fresh_pool_in_child(void) {
+    pthread_mutex_init(&turn, 0);
+    pthread_mutex_init(&lock, 0);
+    pthread_cond_init(&wake, 0);
+    pthread_cond_init(&done, 0);
+    workers = sleepers = pending = 0;
+}
+
+static void register_fork_handler(void) {
+    pthread_atfork(0, 0, fresh_pool_in_child);
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
 int vtaforge_set_threads(int threads) {
     wanted = threads < 1 ? 1 : threads;
     return wanted;
@@ -112,6 +129,7 @@ void vtaforge_launch(void *body, void *closure, int64_t extent) {
             ((body_fn)body)(0, extent, closure);
         return;
     }
+    pthread_once(&fork_handler_once, register_fork_handler);
     pthread_mutex_lock(&turn);
     pthread_mutex_lock(&lock);
     created_at = generation;

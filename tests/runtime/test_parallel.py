@@ -6,7 +6,9 @@ each with its own thread count, take turns and each gets its own chunks."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -79,3 +81,23 @@ def test_without_a_c_compiler_the_python_launcher_runs(tmp_path, monkeypatch):
         assert isinstance(make_launcher("x"), ParallelLauncher)
     finally:
         native_launcher.cache_clear()
+
+
+def test_a_forked_child_launches_on_a_pool_of_its_own(native):
+    """The parent's pool threads do not exist in a forked child (the tuner measures in forked
+    processes): the child's launches start their own and finish."""
+    assert _launch(native, 2, 8)  # the parent's pool exists now
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's exit status is the assertion)
+        ok = [(b, e) for b, e, _ in _launch(native, 2, 8)] == chunks(8, 2)
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(child, 9)
+    os.waitpid(child, 0)
+    pytest.fail("the forked child's launch hung")
