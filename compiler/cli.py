@@ -16,7 +16,7 @@ import numpy as np
 
 from compiler.errors import GraphError, UnknownInputShape
 from isa import AccelConfig
-from isa.files import FileFormat, check_file, read_npy, read_npz
+from isa.files import FileFormat, UserFileError, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
 from runtime.cli.common import check_output_file, writing
 
@@ -82,6 +82,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "them; llvm: the whole model in float32 on the CPU (LLVM kernels built by the host "
         "that runs it), no calibration; 'llvm -mcpu=CPU -mattr=...' lays out the weights for "
         "that CPU rather than this one",
+    )
+    parser.add_argument(
+        "--tuning-records",
+        type=Path,
+        metavar="FILE.jsonl",
+        help="records of vtaforge tune: each accelerator template takes its task's best "
+        "knobs (templates without a record keep their defaults)",
     )
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="MODEL.vtaf")
     parser.add_argument("--report", action="store_true", help="print the partition report")
@@ -244,6 +251,23 @@ def _samples_of(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndar
     )
 
 
+def _tuned(records: Path | None, target: str) -> contextlib.AbstractContextManager[object]:
+    """Within the block, the accelerator's templates take the best knobs of ``records`` (as
+    ``with compiler.tune.apply_history_best(records): compile_model(...)`` does)."""
+    if records is None:
+        return contextlib.nullcontext()
+    if target != "accel":
+        raise GraphError(
+            "--tuning-records applies to the accelerator's templates (--target accel); a CPU "
+            "model's kernels are built on the host that runs it"
+        )
+    if not records.is_file():
+        raise UserFileError(f"--tuning-records {records}: no such file")
+    from compiler.tune.records import apply_history_best  # reads and checks each line
+
+    return apply_history_best(records)
+
+
 def _run(args: argparse.Namespace) -> int:
     from compiler.model import STAGES, compile_model
     from compiler.pipeline import instrumented
@@ -257,6 +281,7 @@ def _run(args: argparse.Namespace) -> int:
         _warnings_as_lines(),
         progress_bar(len(STAGES), "stage") as advance,
         instrumented(*instruments),
+        _tuned(args.tuning_records, args.target),
     ):
         compiled = compile_model(
             graph,
