@@ -7,6 +7,7 @@ import re
 import time
 
 import pytest
+import tqdm  # noqa: F401  (the bar's library, which the tests' extra installs)
 
 from runtime.cli import main
 from runtime.progress import elapsed_progress, format_elapsed
@@ -25,7 +26,6 @@ def test_lines_with_the_elapsed_time_off_a_terminal():
 
 
 def test_a_bar_with_the_elapsed_time_on_a_terminal():
-    pytest.importorskip("tqdm")
     stream = io.StringIO()
     with elapsed_progress("building", stream=stream, terminal=True):
         time.sleep(0.05)

@@ -13,6 +13,7 @@ import json
 import math
 
 import numpy as np
+import onnx
 import pytest
 
 from compiler import Comparison, compare_model
@@ -26,7 +27,6 @@ from runtime.cli import main
 from runtime.model import ModelFormatError, ModelImage, load_model
 from tests.runtime.vtaf_files import tiny_model
 
-onnx = pytest.importorskip("onnx")
 helper, numpy_helper = onnx.helper, onnx.numpy_helper
 
 #: The values of the float model that the compiled one materialises, in order (the Conv before
