@@ -18,7 +18,7 @@ from compiler.errors import GraphError, UnknownInputShape
 from isa import AccelConfig
 from isa.files import FileFormat, UserFileError, check_file, read_npy, read_npz
 from runtime.cli import Command, progress_bar
-from runtime.cli.common import check_output_file, writing
+from runtime.cli.common import CliError, check_output_file, writing
 
 if TYPE_CHECKING:
     from compiler.graph.ir import Graph
@@ -257,7 +257,7 @@ def _tuned(records: Path | None, target: str) -> contextlib.AbstractContextManag
     if records is None:
         return contextlib.nullcontext()
     if target != "accel":
-        raise GraphError(
+        raise CliError(
             "--tuning-records applies to the accelerator's templates (--target accel); a CPU "
             "model's kernels are built on the host that runs it"
         )
@@ -273,6 +273,7 @@ def _run(args: argparse.Namespace) -> int:
     from compiler.pipeline import instrumented
 
     check_output_file(args.output, "-o")
+    tuned = _tuned(args.tuning_records, args.target)  # checked before the model is read
     graph = read_onnx(args.model, args.input_shape)
     samples = calibration_samples(graph, args.calibrate)
     config = AccelConfig.resolve(args.config)
@@ -281,7 +282,7 @@ def _run(args: argparse.Namespace) -> int:
         _warnings_as_lines(),
         progress_bar(len(STAGES), "stage") as advance,
         instrumented(*instruments),
-        _tuned(args.tuning_records, args.target),
+        tuned,
     ):
         compiled = compile_model(
             graph,

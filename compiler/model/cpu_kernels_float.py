@@ -8,8 +8,11 @@ order, then the output), or None where the step keeps its numpy kernel.
   :func:`~compiler.templates.nchwc_block`), the data blocked and padded and the weights blocked
   inside the kernel, the output unblocked with the bias added; depthwise (a group per input
   channel, multiplier 1): :data:`~compiler.templates.DEPTHWISE_CONV2D` on data padded inside
-  the kernel. Any pads (asymmetric ones too). ``PackedConv`` (the weights blocked at compile
-  time, :mod:`compiler.model.prepack`): the same template reading them as they are.
+  the kernel. Any pads (asymmetric ones too).
+- The CPU target's blocked operators (:mod:`compiler.model.nchwc`): ``ConvNCHWc`` and
+  ``DepthwiseNCHWc`` (the NCHWc templates on blocked data padded inside the kernel, reading
+  the weights as the compiler blocked them, the bias and the fused clip added to the blocked
+  output), ``MaxPoolNCHWc``, ``ToNCHWc`` and ``FromNCHWc``.
 - ``Gemm`` (no ``trans_a``) and ``MatMul`` (a right operand of rank 2): the
   :data:`~compiler.templates.MATMUL` template (the right operand packed into panels inside the
   kernel, constant or not; a dense layer of at most four rows: one dot product per output),
@@ -61,7 +64,7 @@ from compiler.templates import (
 )
 from runtime.model import TensorSlot
 
-__all__ = ["FLOAT_OPS", "Declared", "nchwc_conv"]
+__all__ = ["FLOAT_OPS", "Declared", "template_windows"]
 
 #: A declared kernel: its schedule and its arguments (the inputs' placeholders, the output).
 Declared = tuple[Schedule, list[Tensor]]
@@ -112,16 +115,16 @@ def _window_size(out: int, kernel: int, stride: int) -> int:
 
 
 # --------------------------------------------------------------------------- convolution
-def nchwc_conv(strides: Sequence[int], dilations: Sequence[int], groups: int) -> bool:
-    """Whether a float32 2-D convolution of these attributes runs as the NCHWc template (and
-    so may have its weights blocked at compile time: ``PackedConv``)."""
-    return groups == 1 and tuple(dilations) == (1, 1) and strides[0] == strides[1]
+def template_windows(strides: Sequence[int], dilations: Sequence[int]) -> bool:
+    """Whether a 2-D convolution's windows are those the CPU's convolution templates run (one
+    group, or depthwise): no dilation, one stride for both axes."""
+    return tuple(dilations) == (1, 1) and strides[0] == strides[1]
 
 
 def _conv(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
-    strides, groups, dilations = attrs["strides"], attrs["groups"], tuple(attrs["dilations"])
-    if not _all_float(inputs, output) or dilations != (1, 1) or strides[0] != strides[1]:
+    if not _all_float(inputs, output) or not template_windows(attrs["strides"], attrs["dilations"]):
         return None
+    groups = attrs["groups"]
     x_slot, w_slot = inputs[0], inputs[1]
     if len(x_slot.shape) != 4 or len(w_slot.shape) != 4:
         return None
@@ -232,8 +235,8 @@ def _blocked_window(template: Template, kernel_axes: slice) -> Callable[..., Dec
     the fused activation's clip applied (``max`` then ``min``, as ``Clip``'s kernel does)."""
 
     def declare(inputs: Sequence[TensorSlot], output: TensorSlot, attrs: dict[str, Any]):
-        strides, dilations = tuple(attrs["strides"]), tuple(attrs["dilations"])
-        if not _all_float(inputs, output) or dilations != (1, 1) or strides[0] != strides[1]:
+        windows = template_windows(attrs["strides"], attrs["dilations"])
+        if not _all_float(inputs, output) or not windows:
             return None
         args = _placeholders(inputs)
         x, w = args[0], args[1]

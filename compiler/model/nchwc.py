@@ -8,10 +8,10 @@ loop reads a vector of input channels and writes a vector of output channels nee
 kernel costs every run a pass over every activation and every weight (on ResNet-18 at
 224x224, 47 MB of weights); this pass does it once:
 
-- a float32 convolution of one group, constant 4-D weights, no dilation and equal strides
-  (:func:`~compiler.model.cpu_kernels_float.nchwc_conv`) becomes ``ConvNCHWc`` over weights
-  blocked at compile time; a depthwise one (a group per channel, multiplier 1),
-  ``DepthwiseNCHWc``;
+- a float32 convolution of constant 4-D weights, no dilation and equal strides
+  (:func:`~compiler.model.cpu_kernels_float.template_windows`) becomes, for one group,
+  ``ConvNCHWc`` over weights blocked at compile time, and for a depthwise one (a group per
+  channel, multiplier 1), ``DepthwiseNCHWc``;
 - a ``Relu`` or ``Clip`` that is the only reader of such a convolution's output is fused into
   it (the blocked convolution clips its output: one pass over memory fewer);
 - ``Relu``, ``Clip`` and the four arithmetic operators whose operands are values of the
@@ -35,7 +35,7 @@ import math
 
 from compiler.codegen.target import Target
 from compiler.graph.ir import Graph, GraphBuilder, Node, Op, copy_into
-from compiler.model.cpu_kernels_float import nchwc_conv
+from compiler.model.cpu_kernels_float import template_windows
 from compiler.templates import nchwc_block
 from runtime.opset.blocked import (
     BlockAttrs,
@@ -121,24 +121,19 @@ class _Layout:
         types = [graph.types[v] for v in (*node.inputs, *node.outputs)]
         x, w = types[0].shape, types[1].shape
         plain_float = all(t.dtype == "float32" for t in types) and len(x) == len(w) == 4
-        if not plain_float or tuple(attrs.dilations) != (1, 1):
-            return False
-        if attrs.strides[0] != attrs.strides[1]:
+        if not plain_float or not template_windows(attrs.strides, attrs.dilations):
             return False
         weights = graph.params[node.inputs[1]]
         data, bias = node.inputs[0], list(node.inputs[2:])
         found = self.blocked.get(data)
         block = found[1] if found is not None else nchwc_block(x[1], self.target)
-        if nchwc_conv(attrs.strides, attrs.dilations, attrs.groups):
+        if attrs.groups == 1:
             out_block = nchwc_block(w[0], self.target, out_width=types[-1].shape[3])
             packed = block_conv_weights(weights, block, out_block)
             op = Op.CONV_NCHWC
         elif attrs.groups == x[1] == w[0] and w[1] == 1:
-            out_block, packed, op = (
-                block,
-                block_depthwise_weights(weights, block),
-                Op.DEPTHWISE_NCHWC,
-            )
+            out_block, op = block, Op.DEPTHWISE_NCHWC
+            packed = block_depthwise_weights(weights, block)
         else:
             return False
         param = self.builder.fresh(f"{node.inputs[1]}.blocked")
