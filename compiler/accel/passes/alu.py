@@ -9,7 +9,12 @@ tutorials' chains ``res_conv -> res_shr -> res_max -> res_min`` run in place).
 of operations on one accumulator row, each taking a constant or another accumulator row:
 ``+``/``-`` constant (ADD), ``min``/``max`` (MIN/MAX), ``>>``/``<<`` a constant (SHR), ``*`` a
 constant that fits the ALU's multiplier (MUL), a cast to a narrower integer type (a left and a
-right shift, which wrap as the cast does), and reductions with the same operators. A chain that
+right shift, which wrap as the cast does), and reductions with the same operators. A row may
+also be the operand of MUL where it is read through a cast to the multiplier's width (``x *
+m[i].astype("int8").astype("int32")``: exactly what MUL computes, as it reads the row's low
+8 bits, signed) and of ``>>`` (SHR by a row: the ALU reads its low ``shr_arg_bits`` bits as a
+signed amount, so the row's values must be shifts ``0..acc_width-1``, as the requantising
+operators' per-channel shifts are; their type rule checks it). A chain that
 starts from another row than the one written is copied first (reset, then ADD). A stage that
 needs an operation the configuration lacks (MUL without ``alu_mul``) is a CompileError.
 """
@@ -305,10 +310,14 @@ def _chain(cfg: AccelConfig, stage: str, expr: Expr, store: Store) -> _Chain:
         chain_side, operand = _pick(a, b, store)
         base, ops = _chain(cfg, stage, chain_side, store)
         if op is BinOp.MUL:
+            row = _narrowed_load(operand)
+            if row is not None and operand.value.dtype.bits == cfg.mul_arg_bits:
+                return base, [*ops, (AluOp.MUL, row)]
             if not isinstance(operand, Const):
                 raise CompileError(
-                    "the ALU multiplies by the low 8 bits of its operand: only a constant "
-                    "multiplier is exact",
+                    f"the ALU multiplies by the low {cfg.mul_arg_bits} bits of its operand: "
+                    f"only a constant multiplier, or a row cast to int{cfg.mul_arg_bits}, is "
+                    "exact",
                     tensor=stage,
                     op="*",
                 )
@@ -332,8 +341,13 @@ def _chain(cfg: AccelConfig, stage: str, expr: Expr, store: Store) -> _Chain:
         return base, [*ops, (AluOp.MUL, _int(-1))]
     shifts = {"SHR": 1, "SHL": -1}
     if op.name in shifts:
+        if isinstance(b, Load) and op.name == "SHR":
+            base, ops = _chain(cfg, stage, a, store)
+            return base, [*ops, (AluOp.SHR, b)]
         if not isinstance(b, Const):
-            raise CompileError("the ALU shifts by a constant only", tensor=stage, op=op.value)
+            raise CompileError(
+                "the ALU shifts by a constant, or right by a row", tensor=stage, op=op.value
+            )
         base, ops = _chain(cfg, stage, a, store)
         return base, [*ops, (AluOp.SHR, _int(shifts[op.name] * int(b.value)))]
     raise CompileError(
@@ -363,11 +377,22 @@ def _pick(a: Expr, b: Expr, store: Store) -> tuple[Expr, Expr]:
 
 
 def _simple(expr: Expr) -> bool:
-    return isinstance(expr, Load | Const)
+    return isinstance(expr, Load | Const) or _narrowed_load(expr) is not None
+
+
+def _narrowed_load(expr: Expr) -> Load | None:
+    """The load in ``expr`` where ``expr`` is a load cast to a narrower integer type and back
+    (``Cast(int32, Cast(int8, load))``), else None."""
+    if not isinstance(expr, Cast) or not isinstance(expr.value, Cast):
+        return None
+    inner = expr.value
+    if not isinstance(inner.value, Load) or inner.dtype.is_float or expr.dtype.is_float:
+        return None
+    return inner.value if inner.dtype.bits < inner.value.dtype.bits else None
 
 
 def _operand(stage: str, operand: Expr, op: BinOp) -> Expr:
-    if not _simple(operand):
+    if not isinstance(operand, Load | Const):
         raise CompileError(
             "both operands are computed: the ALU combines a row with a constant or a stored "
             "row (split the expression into stages)",

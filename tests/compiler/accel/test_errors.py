@@ -163,7 +163,12 @@ ALU_ERRORS = {
     "floor-div": (lambda x, y: x // 3, "//", "no operation for '//'"),
     "tensor-minus-tensor": (lambda x, y: x - y, "-", "no operation for '-'"),
     "modulo": (lambda x, y: x % 4, "%", "no operation for '%'"),
-    "shift-by-tensor": (lambda x, y: x >> y, ">>", "shifts by a constant only"),
+    "shift-left-by-tensor": (lambda x, y: x << y, "<<", "shifts by a constant, or right by a row"),
+    "multiply-by-int16-row": (
+        lambda x, y: x * y.astype("int16").astype("int32"),
+        "*",
+        "or a row cast to int8, is exact",
+    ),
     "wide-multiplier": (lambda x, y: x * 300, "*", "multiplier 300 does not fit the ALU's 8-bit"),
     "two-computed-operands": (lambda x, y: (x >> 1) + (y >> 1), "+", "both operands are computed"),
     "wide-immediate": (lambda x, y: x + 40000, "ADD", "constant 40000 of ADD does not fit"),
