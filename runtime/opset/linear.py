@@ -21,7 +21,7 @@ from runtime.opset.base import (
     need,
     same_dtype,
 )
-from runtime.opset.integer import product, requantize
+from runtime.opset.integer import MAX_SHIFT, product, requantize
 from runtime.opset.windows import conv_windows, window_count
 
 __all__ = [
@@ -183,11 +183,36 @@ class MatMul(Operator):
         return outputs[0].size * inputs[0].shape[-1]
 
 
+def _check_requantisation(attrs, inputs, consts, channels: int) -> None:
+    """The operands after the weights: an int32 bias ``[channels]``; with five, also an int8
+    multiplier and int8 shifts ``[channels]``, constant, the shifts (and ``attrs.shift``) in
+    ``0..31``."""
+    need(len(inputs) != 4, "needs a multiplier and its shifts together (five inputs)")
+    need(len(inputs) < 3 or inputs[2].dtype == "int32", "needs an int32 bias")
+    need(0 <= attrs.shift <= MAX_SHIFT, f"shift {attrs.shift} is not in 0..{MAX_SHIFT}")
+    if len(inputs) < 5:
+        return
+    for index, (what, dtype) in enumerate(
+        (("bias", "int32"), ("multiplier", "int8"), ("shifts", "int8")), 2
+    ):
+        need(inputs[index].dtype == dtype, f"needs an {dtype} {what}")
+        need(inputs[index].shape == (channels,), f"the {what} must have shape [{channels}]")
+    shifts = consts[4] if len(consts) > 4 else None
+    need(shifts is not None, "the shifts must be a constant")
+    need(
+        bool(np.all((shifts >= 0) & (shifts <= MAX_SHIFT))),
+        f"the shifts must be in 0..{MAX_SHIFT}",
+    )
+
+
 @dataclass(frozen=True)
 class QConvAttrs:
     """Integer convolution: ``clip((x * w + bias) >> shift, lo, hi)`` as int8, the products
     accumulated in int32, the bias at the accumulator's scale (the quantizer folds the rounding
     constant ``2**(shift-1)`` into it), ``>>`` an arithmetic shift, as the accelerator runs it.
+    With five inputs (data, weights, bias, an int8 multiplier and an int8 shift per output
+    channel), the fixed-point form ``clip((((x * w) >> shift) * multiplier + bias) >> shifts,
+    lo, hi)`` (:func:`runtime.opset.integer.requantize`): per-channel weight scales.
     The geometry fields are :class:`ConvAttrs`'s (records stay flat: they travel as JSON)."""
 
     strides: tuple[int, int]
@@ -211,16 +236,30 @@ class QConv(Operator):
     member = "QCONV"
     origin = Origin.QUANTIZED
     Attrs = QConvAttrs
-    arity = (2, 3)
+    arity = (2, 5)
 
     @staticmethod
     def infer(attrs, inputs, consts):
         need(inputs[0].dtype == inputs[1].dtype == "int8", "needs int8 data and weights")
-        need(len(inputs) < 3 or inputs[2].dtype == "int32", "needs an int32 bias")
-        return [TensorType(_conv_type(attrs.conv, inputs), "int8")]
+        _check_requantisation(attrs, inputs, consts, inputs[1].shape[0])
+        return [TensorType(_conv_type(attrs.conv, inputs[:3]), "int8")]
 
     @staticmethod
-    def kernel(x, w, bias=None, *, strides, pads, dilations, groups, shift, lo=-128, hi=127):
+    def kernel(
+        x,
+        w,
+        bias=None,
+        multiplier=None,
+        shifts=None,
+        *,
+        strides,
+        pads,
+        dilations,
+        groups,
+        shift,
+        lo=-128,
+        hi=127,
+    ):
         n = x.shape[0]
         o, cg, kh, kw = w.shape
         windows = conv_windows(x, (kh, kw), strides, pads, dilations, 0)
@@ -234,8 +273,10 @@ class QConv(Operator):
             weights = w[g * og : (g + 1) * og].reshape(og, cg * kh * kw)
             result = product(cols, weights.T)
             out[:, g * og : (g + 1) * og] = result.reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
-        b = None if bias is None else bias.reshape(1, -1, 1, 1)
-        return requantize(out, b, shift, lo, hi)
+        per_channel = [
+            None if v is None else v.reshape(1, -1, 1, 1) for v in (bias, multiplier, shifts)
+        ]
+        return requantize(out, per_channel[0], shift, lo, hi, *per_channel[1:])
 
     @staticmethod
     def macs(attrs, inputs, outputs):
@@ -259,18 +300,19 @@ class QDense(Operator):
     member = "QDENSE"
     origin = Origin.QUANTIZED
     Attrs = QDenseAttrs
-    arity = (2, 3)
+    arity = (2, 5)
 
     @staticmethod
     def infer(attrs, inputs, consts):
         x, w = inputs[0].shape, inputs[1].shape
         need(inputs[0].dtype == inputs[1].dtype == "int8", "needs int8 data and weights")
         need(len(x) == 2 and len(w) == 2 and x[1] == w[1], "needs x[N, K] and w[M, K]")
+        _check_requantisation(attrs, inputs, consts, w[0])
         return [TensorType((x[0], w[0]), "int8")]
 
     @staticmethod
-    def kernel(x, w, bias=None, *, shift, lo=-128, hi=127):
-        return requantize(product(x, w.T), bias, shift, lo, hi)
+    def kernel(x, w, bias=None, multiplier=None, shifts=None, *, shift, lo=-128, hi=127):
+        return requantize(product(x, w.T), bias, shift, lo, hi, multiplier, shifts)
 
     @staticmethod
     def macs(attrs, inputs, outputs):
@@ -282,10 +324,11 @@ class QBatchMatMul(QDense):
     ``P @ V``): ``x`` holds the ``[M, K]`` rows of ``G`` groups stacked, ``[G*M, K]``; ``w`` is
     ``[G, K, N]``; group ``g``'s rows of the output ``[G*M, N]`` are
     ``clip((x_g @ w_g + bias) >> shift, lo, hi)`` as int8 (``bias`` ``[N]``, shared). Its
-    record, arity and MAC count are :class:`QDense`'s."""
+    record and MAC count are :class:`QDense`'s (its requantisation is the power-of-two one)."""
 
     name = "QBatchMatMul"
     member = "QBATCH_MATMUL"
+    arity = (2, 3)
 
     @staticmethod
     def infer(attrs, inputs, consts):
