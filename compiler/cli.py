@@ -17,7 +17,7 @@ import numpy as np
 from compiler.errors import GraphError, UnknownInputShape
 from isa import AccelConfig
 from isa.files import FileFormat, UserFileError, check_file, read_npy, read_npz
-from runtime.cli import Command, progress_bar
+from runtime.cli import Command, LazyChoices, progress_bar
 from runtime.cli.common import CliError, check_output_file, writing
 
 if TYPE_CHECKING:
@@ -75,6 +75,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         + " (default: mse)",
     )
     parser.add_argument(
+        "--quant-scheme",
+        default="pow2",
+        choices=LazyChoices(_schemes),
+        metavar="SCHEME",
+        help="how weights are quantized: pow2 (power-of-two scales per tensor, requantised by a "
+        "shift, VTA's; the default) or per-channel (a real scale per output channel, "
+        "requantised by a fixed-point multiply and shift on the ALU)",
+    )
+    parser.add_argument(
         "--target",
         default="accel",
         metavar="accel|llvm",
@@ -126,6 +135,13 @@ _CALIBRATION_CHOICES = (
     "max (min-max), percentile[:P] (the P-th percentile of |x|, default 99.99), "
     "mse (least squared error), entropy[:BINS] (least KL divergence, default 2048 bins)"
 )
+
+
+def _schemes() -> list[str]:
+    """The quantization schemes' names (read when --quant-scheme is checked or shown)."""
+    from compiler.graph.passes.quantize import SCHEMES
+
+    return list(SCHEMES)
 
 
 def _calibration_method(text: str) -> str:
@@ -294,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
             keep_float=args.keep_float,
             calibration_method=args.calibration_method,
             target=args.target,
+            scheme=args.quant_scheme,
         )
     with writing(args.output, "-o"):
         compiled.save(args.output)

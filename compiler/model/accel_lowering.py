@@ -192,14 +192,27 @@ def _conv(env: Env, graph: Graph, node: Node) -> AccelOp:
     packed_w = pack_oihw(w, env)
     kernel = placeholder(packed_w.shape, env.wgt_dtype, "kernel")
     holders, constants = [data, kernel], {1: packed_w}
-    if len(node.inputs) == 3:
-        packed_b = pack_bias(graph.params[node.inputs[2]], env)
-        holders.append(placeholder(packed_b.shape, env.acc_dtype, "bias"))
-        constants[2] = packed_b
+    for index, packed in _channel_vectors(env, graph, node).items():
+        holders.append(placeholder(packed.shape, env.acc_dtype, _VECTORS[index - 2]))
+        constants[index] = packed
     params = dict(
         stride=a.strides[0], padding=a.pads[0], shift=a.shift, lo=a.lo, hi=a.hi, bias_first=True
     )
     return AccelOp(node.name, CONV2D, tuple(holders), params, constants)
+
+
+#: The per-channel operands after the weights, by position from 2: the bias and, for the
+#: fixed-point requantisation, the multiplier and the shifts.
+_VECTORS = ("bias", "multiplier", "shifts")
+
+
+def _channel_vectors(env: Env, graph: Graph, node: Node) -> dict[int, np.ndarray]:
+    """The node's per-channel operands (inputs 2 onwards), each packed as the accelerator's
+    bias ``(1, C/BLOCK_OUT, 1, 1, BATCH, BLOCK_OUT)`` of int32, by input position."""
+    return {
+        index: pack_bias(graph.params[node.inputs[index]].astype(np.int32), env)
+        for index in range(2, len(node.inputs))
+    }
 
 
 @_template(Op.QDENSE)
@@ -224,10 +237,9 @@ def _dense_op(
     bias (``[N]``, input 2, when present) and requantisation."""
     a = node.attrs
     holders = [data, weight]
-    if len(node.inputs) == 3:
-        packed_b = pack_bias(graph.params[node.inputs[2]], env)[:, :, 0, 0]
-        holders.append(placeholder(packed_b.shape, env.acc_dtype, "bias"))
-        constants = {**constants, 2: np.ascontiguousarray(packed_b)}
+    for index, packed in _channel_vectors(env, graph, node).items():
+        holders.append(placeholder(packed[:, :, 0, 0].shape, env.acc_dtype, _VECTORS[index - 2]))
+        constants = {**constants, index: np.ascontiguousarray(packed[:, :, 0, 0])}
     params = dict(shift=a.shift, lo=a.lo, hi=a.hi, bias_first=True)
     return AccelOp(
         node.name, DENSE, tuple(holders), params, constants, runtime_weights=runtime_weights

@@ -53,7 +53,7 @@ from compiler.graph.limits import check_graph_size
 from compiler.graph.passes.calibrate import CalibrationMethod, QuantRecord, calibrate
 from compiler.graph.passes.calibrate import calibration_method as _method_named
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
-from compiler.graph.passes.quantize import quantize_with_records
+from compiler.graph.passes.quantize import SCHEMES, quantize_with_records
 from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
 from compiler.model.nchwc import nchwc_layout
@@ -136,6 +136,7 @@ class CompileContext:
     calibration_method: CalibrationMethod | str = "mse"
     quantization: tuple[QuantRecord, ...] = ()
     target: str = "accel"
+    scheme: str = "pow2"
 
     def __str__(self) -> str:
         if self.image is not None:
@@ -177,6 +178,7 @@ def _quantize(ctx: CompileContext) -> CompileContext:
         keep_float=ctx.keep_float,
         mul_bits=mul_bits,
         method=ctx.calibration_method,
+        scheme=ctx.scheme,
     )
     return replace(ctx, qgraph=qgraph, quantization=records)
 
@@ -310,6 +312,7 @@ def compile_model(
     progress: Callable[[str], None] | None = None,
     calibration_method: str | CalibrationMethod = "mse",
     target: str = "accel",
+    scheme: str = "pow2",
 ) -> CompiledModel:
     """Compile ``model`` (an ONNX model, path or bytes; a ``torch.nn.Module``; or a
     :class:`Graph`) for ``cfg`` (a configuration, preset name or file), through
@@ -325,14 +328,18 @@ def compile_model(
     ``"percentile:99.9"``, ``"entropy"``; an unknown one is a GraphError). ``target``: one of
     :data:`TARGETS`, ``"accel"`` (the default) or ``"llvm [-mcpu=...]"`` (the whole model in
     float32 on the CPU, every node a CPU step; the samples only fix the inputs' shapes, and
-    ``CompiledModel.graph`` is the float graph; module docstring). The compiled model holds no
-    machine code: the host that runs it builds its CPU kernels (:mod:`runtime.model.kernels`).
+    ``CompiledModel.graph`` is the float graph; module docstring). ``scheme``: how weights are
+    quantized (:data:`~compiler.graph.passes.quantize.SCHEMES`: ``"pow2"``, VTA's, or
+    ``"per-channel"``, which needs the ALU's MUL: a CompileError without ``alu_mul``). The
+    compiled model holds no machine code: the host that runs it builds its CPU kernels
+    (:mod:`runtime.model.kernels`).
     """
     _check_target(target)
     cfg = AccelConfig.resolve(cfg)
     keep = tuple(node_names(keep_float, "keep_float"))  # checked before the slow stages
     forced = tuple(node_names(cpu_only, "cpu_only"))
     method = _method_named(calibration_method)  # checked before the slow stages too
+    _check_scheme(scheme, cfg)
     samples = tuple(s if not isinstance(s, np.ndarray) else [s] for s in calibration)
     if not samples:
         raise GraphError("compile_model needs at least one calibration sample")
@@ -346,6 +353,7 @@ def compile_model(
         name,
         calibration_method=method,
         target=target,
+        scheme=scheme,
     )
     stages = _Stages(len(running_passes()) + 1, progress)
     with instrumented(stages):
@@ -359,6 +367,18 @@ def compile_model(
         stages.seconds,
         done.quantization,
     )
+
+
+def _check_scheme(scheme: str, cfg: AccelConfig) -> None:
+    """Refuse an unknown quantization ``scheme``, or one the configuration cannot run."""
+    if scheme not in SCHEMES:
+        known = ", ".join(repr(n) for n in SCHEMES)
+        raise CompileError(f"unknown quantization scheme {scheme!r}: the schemes are {known}")
+    if scheme == "per-channel" and not cfg.alu_mul:
+        raise CompileError(
+            "the per-channel scheme requantises with the ALU's MUL, which this configuration "
+            "lacks (alu_mul=False): use 'pow2'"
+        )
 
 
 def _check_target(target: str) -> None:

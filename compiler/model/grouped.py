@@ -10,9 +10,10 @@ is the grouped convolution of those channels (which the accelerator runs as a de
 convolution of block-diagonal weights: exact, at up to ``B / g`` times the work of the grouped
 products), and writes its output channels into one ``Concat`` (a layout decision on the
 accelerator where they are whole blocks). Every piece computes exactly what the whole node
-computes for its channels (the same int8 products, int32 sums, shift and clip), so the split
-graph's reference equals the original's bit for bit, and the pieces' MAC counts add up to the
-node's.
+computes for its channels (the same int8 products, int32 sums, requantisation and clip: the
+per-channel operands, a bias and a fixed-point multiplier and shifts, are sliced with the
+weights), so the split graph's reference equals the original's bit for bit, and the pieces' MAC
+counts add up to the node's.
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ def _split(builder: GraphBuilder, graph: Graph, node: Node, span: int) -> None:
     x = node.inputs[0]
     shape = graph.types[x].shape
     weights = graph.params[node.inputs[1]]
-    bias = graph.params[node.inputs[2]] if len(node.inputs) == 3 else None
     in_per_group = weights.shape[1]
     out_per_group = weights.shape[0] // node.attrs.groups
     pieces = []
@@ -75,9 +75,9 @@ def _split(builder: GraphBuilder, graph: Graph, node: Node, span: int) -> None:
         first = start // in_per_group * out_per_group
         rows = slice(first, first + groups * out_per_group)
         inputs = [part, builder.param(builder.fresh(f"{node.inputs[1]}.part{k}"), weights[rows])]
-        if bias is not None:
-            name = builder.fresh(f"{node.inputs[2]}.part{k}")
-            inputs.append(builder.param(name, np.ascontiguousarray(bias[rows])))
+        for value in node.inputs[2:]:  # the per-channel operands: bias, multiplier, shifts
+            name = builder.fresh(f"{value}.part{k}")
+            inputs.append(builder.param(name, np.ascontiguousarray(graph.params[value][rows])))
         attrs = dataclasses.replace(node.attrs, groups=groups)
         name = builder.fresh(f"{node.name}.part{k}")
         pieces.append(builder.add1(Op.QCONV, inputs, attrs, name=name))

@@ -9,8 +9,10 @@ threads (rows and output channels), resident and per-step weights, padding and s
 
 Each model-step case compiles a small residual CNN with ``compile_model`` and takes one of its
 accelerator programs (a requantising convolution with the bias before the shift, the rounding
-residual add, the max pooling): its DRAM holds the model's parameters and the step's inputs as
-``compiler.reference`` computes them, and the step's output must equal the reference's.
+residual add, the max pooling; and, quantized with the ``per-channel`` scheme, a convolution
+and a dense layer requantised per channel by MUL and SHR of accumulator rows): its DRAM holds
+the model's parameters and the step's inputs as ``compiler.reference`` computes them, and the
+step's output must equal the reference's.
 """
 
 from __future__ import annotations
@@ -98,11 +100,12 @@ def build_compiled_conv2d(
     return built(program, [Expectation("compiled_conv2d", f.layout["res"], packed, cfg.out_width)])
 
 
-def build_model_step(cfg: AccelConfig, seed: int, node: str) -> Built:
-    """The program of accelerator step ``node`` of a seeded residual CNN compiled for ``cfg``,
-    on a DRAM image holding the parameters and its inputs as the reference computes them."""
+def build_model_step(cfg: AccelConfig, seed: int, node: str, scheme: str = "pow2") -> Built:
+    """The program of accelerator step ``node`` of a seeded residual CNN compiled for ``cfg``
+    (quantized by ``scheme``), on a DRAM image holding the parameters and its inputs as the
+    reference computes them."""
     graph = residual_cnn(seed, channels=2 * cfg.block_out, size=6, in_channels=cfg.block_in)
-    model = compile_model(graph, cfg, calibration=samples(graph, 2, seed=seed))
+    model = compile_model(graph, cfg, calibration=samples(graph, 2, seed=seed), scheme=scheme)
     values = run_graph(model.graph, samples(graph, 1, seed=seed + 1), keep=True)
     image = model.image
     (step,) = [s for s in image.steps if s.node == node]
@@ -155,5 +158,13 @@ COMPILED_CASES: tuple[ConformanceCase, ...] = (
     *(
         ConformanceCase(f"model_step_{n}", lambda cfg, seed, n=n: build_model_step(cfg, seed, n))
         for n in ("conv2", "add", "pool")
+    ),
+    *(
+        ConformanceCase(
+            f"model_step_per_channel_{n}",
+            lambda cfg, seed, n=n: build_model_step(cfg, seed, n, "per-channel"),
+            uses_mul=True,
+        )
+        for n in ("conv2", "fc")
     ),
 )

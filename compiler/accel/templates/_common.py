@@ -77,7 +77,7 @@ def check_fit(env: Env, op: str, needs: Iterable[tuple[MemId, str, int]]) -> Non
 def requantize(
     env: Env,
     acc: Tensor,
-    bias: Tensor | None,
+    vectors: tuple[Tensor | None, Tensor | None, Tensor | None],
     bias_index: Callable[..., tuple],
     shift: int,
     lo: int,
@@ -85,18 +85,28 @@ def requantize(
     bias_first: bool = False,
 ) -> tuple[list[Tensor], Tensor]:
     """The requantisation VTA runs on the ALU, ``clip((acc >> shift) + bias, lo, hi)`` cast to
-    the output type (``bias`` optional, read at ``bias_index(*axes)``); with ``bias_first``,
-    ``clip((acc + bias) >> shift, lo, hi)``, the bias at the accumulator's scale (where a
-    quantizer folds the rounding constant ``2**(shift-1)`` in, so the shift rounds to nearest
-    at no cost). Returns (the ALU stages in order, the output stage)."""
+    the output type, of the per-channel ``vectors`` ``(bias, multiplier, shifts)`` (each
+    optional, read at ``bias_index(*axes)``); with ``bias_first``, ``clip((acc + bias) >>
+    shift, lo, hi)``, the bias at the accumulator's scale (where a quantizer folds the rounding
+    constant ``2**(shift-1)`` in, so the shift rounds to nearest at no cost). With a
+    ``multiplier`` and ``shifts`` (and a bias), the fixed-point form ``clip((((acc >> shift) *
+    multiplier + bias) >> shifts, lo, hi)`` (:func:`runtime.opset.integer.requantize`): MUL and
+    SHR by accumulator rows. Returns (the ALU stages in order, the output stage)."""
+    bias, multiplier, shifts = vectors
     steps: list[tuple[str, Callable[[Expr, tuple], Expr]]] = []
     add_bias = ("res_bias", lambda x, axes: x + bias(*bias_index(*axes)))
-    if bias is not None and bias_first:
-        steps.append(add_bias)
-    if shift:
-        steps.append(("res_shr", lambda x, _: x >> shift))
-    if bias is not None and not bias_first:
-        steps.append(add_bias)
+    if multiplier is not None:
+        factor = ("res_mul", lambda x, axes: x * _narrow(multiplier(*bias_index(*axes)), env))
+        rescale = ("res_rescale", lambda x, axes: x >> shifts(*bias_index(*axes)))
+        steps += [("res_shr", lambda x, _: x >> shift)] if shift else []
+        steps += [factor, add_bias, rescale]
+    else:
+        if bias is not None and bias_first:
+            steps.append(add_bias)
+        if shift:
+            steps.append(("res_shr", lambda x, _: x >> shift))
+        if bias is not None and not bias_first:
+            steps.append(add_bias)
     steps += [("res_max", lambda x, _: te.max(x, lo)), ("res_min", lambda x, _: te.min(x, hi))]
     stages, value = [], acc
     for name, step in steps:
@@ -106,23 +116,31 @@ def requantize(
     return stages, out
 
 
+def _narrow(value: Expr, env: Env) -> Expr:
+    """An accumulator value as the ALU's MUL reads it: its low ``mul_arg_bits`` bits, signed."""
+    return value.astype(f"int{env.cfg.mul_arg_bits}").astype(env.acc_dtype)
+
+
 def schedule_epilogue(
     env: Env,
     s: Schedule,
     stages: Sequence[Tensor],
     out: Tensor,
-    bias: Tensor | None,
+    channel_vectors: Sequence[Tensor | None],
     at: object,
     bias_at: object,
 ) -> None:
     """Compute the ALU stages inside ``out``'s loop ``at``, each as ALU instructions, and the
-    bias, cached in the accumulator, inside its loop ``bias_at``."""
+    per-channel vectors they read (the bias, and a fixed-point requantisation's multiplier and
+    shifts; None where absent), cached in the accumulator, inside their loop ``bias_at``."""
     for stage in stages:
         s[stage].set_scope(env.acc_scope)
         s[stage].compute_at(s[out], at)
         s[stage].pragma(s[stage].op.axis[0], env.alu)
-    if bias is not None:
-        readers = [t for t in stages if bias in t.op.inputs]
-        cached = s.cache_read(bias, env.acc_scope, readers)
+    for vector in channel_vectors:
+        if vector is None:
+            continue
+        readers = [t for t in stages if vector in t.op.inputs]
+        cached = s.cache_read(vector, env.acc_scope, readers)
         s[cached].compute_at(s[out], bias_at)
         s[cached].pragma(s[cached].op.axis[0], env.dma_copy)

@@ -4,9 +4,10 @@ Data ``(N/BATCH, CI/BLOCK_IN, H, W, BATCH, BLOCK_IN)`` int8, kernel ``(CO/BLOCK_
 CI/BLOCK_IN, KH, KW, BLOCK_OUT, BLOCK_IN)`` int8, bias ``(1, CO/BLOCK_OUT, 1, 1, BATCH,
 BLOCK_OUT)`` int32 (optional); the output ``(N/BATCH, CO/BLOCK_OUT, OH, OW, BATCH, BLOCK_OUT)``
 is ``clip((conv >> shift) + bias, lo, hi)`` as int8 (``clip((conv + bias) >> shift, lo, hi)``
-with ``bias_first``, as quantized models use). Any kernel size, stride and padding (the
-DMA pads); channels are whole blocks (pack with :func:`compiler.accel.layout.pack_nchw`, which
-pads them with zeros).
+with ``bias_first``, as quantized models use; with a ``multiplier`` and ``shifts`` laid out as
+the bias, the per-channel fixed-point form of :func:`._common.requantize`). Any kernel size,
+stride and padding (the DMA pads); channels are whole blocks (pack with
+:func:`compiler.accel.layout.pack_nchw`, which pads them with zeros).
 
 The schedule is VTA's ``schedule_conv2d_packed``: output tiles of ``tile_co`` channel blocks x
 ``tile_h`` rows x ``tile_w`` columns, the reduction in steps of ``tile_ci`` input blocks with the
@@ -142,7 +143,9 @@ def _threads(config: Config) -> int:
     return config["h_threads"] * config["oc_threads"]
 
 
-def _check(env: Env, g: ConvGeometry, config: Config) -> None:
+def _check(env: Env, g: ConvGeometry, config: Config, vectors: int = 1) -> None:
+    """A CompileError unless ``config`` suits the geometry and its tiles fit the buffers
+    (with ``vectors`` per-channel vectors cached per channel tile: bias, multiplier, shifts)."""
     if (g.out_h // config["tile_h"]) % config["h_threads"]:
         raise CompileError(
             f"h_threads={config['h_threads']} needs an even number of row tiles "
@@ -169,7 +172,7 @@ def _check(env: Env, g: ConvGeometry, config: Config) -> None:
             (MemId.INP, "the input tile", threads * g.input_rows(config)),
             (MemId.WGT, "the weight tile", threads * g.weight_rows(config)),
             (MemId.ACC, "the output tile", threads * g.acc_rows(config)),
-            (MemId.ACC, "the bias", threads * config["tile_co"]),
+            (MemId.ACC, "the bias", threads * config["tile_co"] * vectors),
         ],
     )
 
@@ -195,9 +198,10 @@ def _cycles(env: Env, g: ConvGeometry, config: Config) -> float:
 
 
 def _space(
-    data: Tensor, kernel: Tensor, bias: Tensor | None = None, *, env: Env, **params: Any
+    data: Tensor, kernel: Tensor, *vectors: Tensor | None, env: Env, **params: Any
 ) -> KnobSpace:
     g = _geometry(env, data, kernel, params.get("stride", 1), params.get("padding", 0))
+    count = max(1, sum(v is not None for v in vectors))
     choices = {
         "tile_h": divisors(g.out_h),
         "tile_w": divisors(g.out_w),
@@ -208,7 +212,9 @@ def _space(
         "weights_resident": (True, False),
     }
     return ordered_space(
-        choices, lambda c: _check(env, g, c), lambda c: (_cycles(env, g, c), -c["tile_w"])
+        choices,
+        lambda c: _check(env, g, c, count),
+        lambda c: (_cycles(env, g, c), -c["tile_w"]),
     )
 
 
@@ -216,6 +222,8 @@ def _declare(
     data: Tensor,
     kernel: Tensor,
     bias: Tensor | None = None,
+    multiplier: Tensor | None = None,
+    shifts: Tensor | None = None,
     *,
     cfg: Config,
     env: Env,
@@ -227,7 +235,8 @@ def _declare(
     bias_first: bool = False,
 ) -> tuple[Schedule, Tensor]:
     g = _geometry(env, data, kernel, stride, padding)
-    _check(env, g, cfg)
+    vectors = (bias, multiplier, shifts)
+    _check(env, g, cfg, max(1, sum(v is not None for v in vectors)))
     p = padding
     padded = nn.pad(data, [0, 0, p, p, 0, 0], name="data_pad") if p else _copy(data, "data_pad")
     ic = te.reduce_axis((0, g.ci), name="ic")
@@ -245,7 +254,7 @@ def _declare(
         name="res_conv",
     )
     stages, res = requantize(
-        env, conv, bias, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c), shift, lo, hi, bias_first
+        env, conv, vectors, lambda n, co, y, x, b, c: (0, co, 0, 0, b, c), shift, lo, hi, bias_first
     )
     s = create_schedule(res.op)
     n, co, y, x, b, c = s[res].op.axis
@@ -266,7 +275,7 @@ def _declare(
 
     s[conv].set_scope(env.acc_scope)
     s[conv].compute_at(s[res], x_o)
-    schedule_epilogue(env, s, stages, res, bias, x_o, co_o if cfg["weights_resident"] else x_o)
+    schedule_epilogue(env, s, stages, res, vectors, x_o, co_o if cfg["weights_resident"] else x_o)
     cn, cco, cy, cx, cb, cc = s[conv].op.axis
     ic_o, ic_i = s[conv].split(ic, factor=cfg["tile_ci"])
     s[conv].reorder(ic_o, cn, cco, cy, ic_i, dy, dx, cx, cb, cc, ici)

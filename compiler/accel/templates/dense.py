@@ -65,7 +65,9 @@ def _shape(env: Env, data: Tensor, weight: Tensor) -> _Shape:
     return _Shape(tuple(groups), n, ci, co)
 
 
-def _check(env: Env, g: _Shape, config: Config) -> None:
+def _check(env: Env, g: _Shape, config: Config, vectors: int = 1) -> None:
+    """A CompileError unless ``config`` suits the shape and its tiles fit the buffers (with
+    ``vectors`` per-channel vectors cached per channel tile: bias, multiplier, shifts)."""
     if (g.co // config["tile_co"]) % config["oc_threads"]:
         raise CompileError(
             f"oc_threads={config['oc_threads']} needs an even number of channel tiles",
@@ -79,7 +81,7 @@ def _check(env: Env, g: _Shape, config: Config) -> None:
             (MemId.INP, "the input tile", threads * config["tile_b"] * config["tile_ci"]),
             (MemId.WGT, "the weight tile", threads * config["tile_co"] * config["tile_ci"]),
             (MemId.ACC, "the output tile", threads * config["tile_b"] * config["tile_co"]),
-            (MemId.ACC, "the bias", threads * config["tile_co"]),
+            (MemId.ACC, "the bias", threads * config["tile_co"] * vectors),
         ],
     )
 
@@ -98,22 +100,25 @@ def _cycles(env: Env, g: _Shape, config: Config) -> float:
 
 
 def _space(
-    data: Tensor, weight: Tensor, bias: Tensor | None = None, *, env: Env, **params: Any
+    data: Tensor, weight: Tensor, *vectors: Tensor | None, env: Env, **params: Any
 ) -> KnobSpace:
     g = _shape(env, data, weight)
+    count = max(1, sum(v is not None for v in vectors))
     choices = {
         "tile_b": divisors(g.batch),
         "tile_co": divisors(g.co),
         "tile_ci": divisors(g.ci),
         "oc_threads": (1, 2),
     }
-    return ordered_space(choices, lambda c: _check(env, g, c), lambda c: _cycles(env, g, c))
+    return ordered_space(choices, lambda c: _check(env, g, c, count), lambda c: _cycles(env, g, c))
 
 
 def _declare(
     data: Tensor,
     weight: Tensor,
     bias: Tensor | None = None,
+    multiplier: Tensor | None = None,
+    shifts: Tensor | None = None,
     *,
     cfg: Config,
     env: Env,
@@ -123,7 +128,8 @@ def _declare(
     bias_first: bool = False,
 ) -> tuple[Schedule, Tensor]:
     g = _shape(env, data, weight)
-    _check(env, g, cfg)
+    vectors = (bias, multiplier, shifts)
+    _check(env, g, cfg, max(1, sum(v is not None for v in vectors)))
     ic = te.reduce_axis((0, g.ci), name="ic")
     ici = te.reduce_axis((0, env.BLOCK_IN), name="ic_tns")
     out_shape = (*g.groups, g.batch, g.co, env.BATCH, env.BLOCK_OUT)
@@ -138,7 +144,7 @@ def _declare(
 
     gemm = te.compute(out_shape, gemm_at, name="res_gemm")
     stages, res = requantize(
-        env, gemm, bias, lambda *axes: (0, *axes[-3:]), shift, lo, hi, bias_first
+        env, gemm, vectors, lambda *axes: (0, *axes[-3:]), shift, lo, hi, bias_first
     )
     s = create_schedule(res.op)
     *group, n, co, b, c = s[res].op.axis
@@ -152,7 +158,7 @@ def _declare(
     s[res].pragma(n_i, env.dma_copy)
     s[gemm].set_scope(env.acc_scope)
     s[gemm].compute_at(s[res], co_o)
-    schedule_epilogue(env, s, stages, res, bias, co_o, co_o)
+    schedule_epilogue(env, s, stages, res, vectors, co_o, co_o)
     *ggroup, gn, gco, gb, gc = s[gemm].op.axis
     ic_o, ic_i = s[gemm].split(ic, factor=cfg["tile_ci"])
     s[gemm].reorder(ic_o, *ggroup, gn, gco, ic_i, gb, gc, ici)

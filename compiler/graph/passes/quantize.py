@@ -25,6 +25,14 @@ a clip, which the accelerator's ALU runs:
   their input's scale; ``Flatten``, ``Reshape`` (squeezes included), ``Identity`` and
   ``Transpose`` pass int8 values through (they only move elements).
 
+The scheme (:data:`SCHEMES`) says how weights are scaled: ``"pow2"`` (VTA's, the default) as
+above; ``"per-channel"`` gives each output channel of a convolution's or a dense layer's
+weights its own scale, any real number, and requantises each channel with a fixed-point
+multiply and shift (:mod:`compiler.graph.passes.fixed_point`: ``QConv`` and ``QDense`` then
+take an int8 multiplier and an int8 shift per channel; the accelerator runs them as ALU MUL and
+SHR of accumulator rows). Activations keep power-of-two scales in both, so adds, pools and
+concatenations stay shifts.
+
 Each float operator's rule is registered with :func:`_rule` (:data:`QUANTIZE_RULES`, which the
 support matrix reads). Anything else, and any node named in ``keep_float``, stays in float:
 ``DequantizeLinear`` and ``QuantizeLinear`` nodes (scale ``2**-e``, zero point 0) are inserted
@@ -67,6 +75,7 @@ from compiler.graph.passes.calibrate import (
     exponent,
     to_int8,
 )
+from compiler.graph.passes.fixed_point import fixed_point
 from compiler.graph.patterns import const, find, pat
 from isa.errors import did_you_mean
 
@@ -76,10 +85,18 @@ __all__ = [
     "COLLAPSE",
     "PASS_THROUGH",
     "QUANTIZE_RULES",
+    "SCHEMES",
     "QuantizeRule",
     "quantize",
     "quantize_with_records",
 ]
+
+#: The quantization schemes by name, each with what it does (module docstring).
+SCHEMES = {
+    "pow2": "power-of-two scales per tensor, requantised by a shift (VTA's scheme)",
+    "per-channel": "a real scale per output channel of the weights, requantised by a "
+    "fixed-point multiply and shift per channel (needs the ALU's MUL)",
+}
 
 #: Operators that pass int8 values through unchanged (same scale).
 PASS_THROUGH = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY, Op.TRANSPOSE)
@@ -108,6 +125,11 @@ def _rule(op: Op, *produces: Op) -> Callable[[Callable], Callable]:
         return apply
 
     return register
+
+
+def _high(hi_float: float, e: int) -> int:
+    """A fused clip's high end ``hi_float`` (inf: none) in int8 at exponent ``e``."""
+    return 127 if math.isinf(hi_float) else int(min(127, math.floor(hi_float * 2.0**e)))
 
 
 def _clips_at_zero(graph: Graph, node: Node) -> bool:
@@ -152,13 +174,15 @@ def quantize(
     keep_float: Iterable[str] = (),
     mul_bits: int = 8,
     method: str | CalibrationMethod = "mse",
+    scheme: str = "pow2",
 ) -> Graph:
     """The int8 graph of the float ``graph`` (see the module docstring). ``keep_float`` names
     nodes that stay in float; ``mul_bits`` bounds the average pooling's multiplier;
     ``method`` chooses activation scales (a spec of
     :data:`~compiler.graph.passes.calibrate.CALIBRATION_METHODS`: ``"mse"``, ``"max"``,
-    ``"percentile:99.9"``, ``"entropy"``). Warns as :func:`quantize_with_records` does."""
-    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method)
+    ``"percentile:99.9"``, ``"entropy"``); ``scheme`` how weights are scaled (:data:`SCHEMES`).
+    Warns as :func:`quantize_with_records` does."""
+    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method, scheme)
     qgraph = quantizer.run()
     quantizer.records()  # (for its warnings, which name the caller's line)
     return qgraph
@@ -171,6 +195,7 @@ def quantize_with_records(
     keep_float: Iterable[str] = (),
     mul_bits: int = 8,
     method: str | CalibrationMethod = "mse",
+    scheme: str = "pow2",
 ) -> tuple[Graph, tuple[QuantRecord, ...]]:
     """:func:`quantize`'s graph and a :class:`QuantRecord` per int8 value (in the order the
     values were quantized). Warns (:class:`QuantizationWarning`, naming the value and its
@@ -178,7 +203,7 @@ def quantize_with_records(
     calibration element, or, computed by int8 arithmetic (a convolution, a dense or batched
     product, an add), whose largest magnitude is below :data:`COLLAPSE` times that of its
     int8 operands."""
-    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method)
+    quantizer = _quantizer(graph, calibration, keep_float, mul_bits, method, scheme)
     qgraph = quantizer.run()
     return qgraph, quantizer.records()
 
@@ -189,9 +214,17 @@ def _quantizer(
     keep_float: Iterable[str],
     mul_bits: int,
     method: str | CalibrationMethod,
+    scheme: str,
 ) -> _Quantizer:
     keep = frozenset(node_names(keep_float, "keep_float"))
-    return _Quantizer(graph, calibration, keep, mul_bits, calibration_method(method))
+    if scheme not in SCHEMES:
+        known = ", ".join(repr(n) for n in SCHEMES)
+        raise GraphError(
+            f"unknown quantization scheme {scheme!r}{did_you_mean(scheme, SCHEMES)}: the "
+            f"schemes are {known}"
+        )
+    method_ = calibration_method(method)
+    return _Quantizer(graph, calibration, keep, mul_bits, method_, scheme == "per-channel")
 
 
 class _Quantizer:
@@ -202,6 +235,7 @@ class _Quantizer:
         keep: frozenset[str],
         mul_bits: int,
         method: CalibrationMethod,
+        per_channel: bool,
     ):
         known = {n.name for n in graph.nodes}
         unknown = sorted(keep - known)
@@ -214,6 +248,7 @@ class _Quantizer:
         self.keep = keep
         self.mul_bits = mul_bits
         self.method = method
+        self.per_channel = per_channel
         self.b = GraphBuilder(graph.name)
         self.floats: dict[str, str] = {}  # original value -> its float value in the new graph
         self.ints: dict[str, tuple[str, int]] = {}  # original value -> (int8 value, exponent)
@@ -398,11 +433,11 @@ class _Quantizer:
         self.ints[node.outputs[0]] = (out, found[0][1])  # type: ignore[index]
         return True
 
-    def _weights(self, node: Node, index: int) -> tuple[np.ndarray, int] | None:
+    def _weights(self, node: Node, index: int) -> np.ndarray | None:
+        """The constant float weights ``node`` reads at input ``index`` (None if none)."""
         if index >= len(node.inputs) or node.inputs[index] not in self.g_params:
             return None
-        w = self.g_params[node.inputs[index]]
-        return w, exponent(float(np.max(np.abs(w))) if w.size else 0.0)
+        return self.g_params[node.inputs[index]]
 
     def _requantised(
         self,
@@ -424,16 +459,68 @@ class _Quantizer:
         act, lo, hi_float = self._activation(node)
         value, e_y = self._finish(node, act)
         e_y = min(e_y, e_acc)  # the shift right cannot be negative
-        hi = 127 if math.isinf(hi_float) else int(min(127, math.floor(hi_float * 2.0**e_y)))
-        out = self._int_name(value)
         shift = e_acc - e_y
         half = 1 << (shift - 1) if shift else 0
         if bias is not None or half:
             channels = channels or self.graph.types[node.outputs[0]].shape[1]
             exact = np.zeros(channels) if bias is None else bias.astype(np.float64) * 2.0**e_acc
             q_bias = np.clip(np.round(exact) + half, -(2**31), 2**31 - 1).astype(np.int32)
-            inputs = [*inputs, self.b.param(self.b.fresh(f"{node.name}_bias_int32"), q_bias)]
-        attrs = make_attrs(shift, lo, hi)
+            inputs = [*inputs, self._int_param(f"{node.name}_bias_int32", q_bias)]
+        attrs = make_attrs(shift, lo, _high(hi_float, e_y))
+        self._emit(node, op, inputs, attrs, value, e_y, shape)
+
+    def _weighted(
+        self,
+        node: Node,
+        op: Op,
+        q_x: str,
+        e_x: int,
+        weights: tuple[str, np.ndarray],
+        bias: np.ndarray | None,
+        make_attrs: Callable[[int, int, int], object],
+        *,
+        channels: int | None = None,
+        shape: tuple[int, ...] | None = None,
+    ) -> None:
+        """``op`` of the int8 data ``q_x`` (exponent ``e_x``) by constant float weights
+        (``(graph value, array)``, output channels first, as ``op`` reads them) and ``bias``:
+        requantised by a shift (:meth:`_requantised`) in the ``pow2`` scheme, per channel by a
+        fixed-point multiply and shift (:func:`~compiler.graph.passes.fixed_point.fixed_point`)
+        in the ``per-channel`` one."""
+        name, w = weights
+        if not self.per_channel:
+            e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
+            q_w = self._int_weights(name, w, e_w)
+            self._requantised(
+                node, op, [q_x, q_w], e_x + e_w, bias, make_attrs, channels=channels, shape=shape
+            )
+            return
+        act, lo, hi_float = self._activation(node)
+        value, e_y = self._finish(node, act)
+        fp = fixed_point(w, bias, e_x, e_y)
+        inputs = [
+            q_x,
+            self._int_param(f"{name}_int8", fp.weights),
+            self._int_param(f"{node.name}_bias_int32", fp.bias),
+            self._int_param(f"{node.name}_multiplier", fp.multiplier),
+            self._int_param(f"{node.name}_shifts", fp.shifts),
+        ]
+        attrs = make_attrs(fp.shift, lo, _high(hi_float, fp.e_y))
+        self._emit(node, op, inputs, attrs, value, fp.e_y, shape)
+
+    def _emit(
+        self,
+        node: Node,
+        op: Op,
+        inputs: list[str],
+        attrs: object,
+        value: str,
+        e_y: int,
+        shape: tuple[int, ...] | None,
+    ) -> None:
+        """Add the requantising ``op`` computing ``value`` at exponent ``e_y`` (reshaped to
+        ``shape`` where given: the node computes its rows) and record it."""
+        out = self._int_name(value)
         if shape is None:
             self.b.add(op, inputs, attrs, name=node.name, outputs=[out])
         else:
@@ -446,24 +533,26 @@ class _Quantizer:
         self.chosen.add(value)
         self.operands[value] = tuple(v for v in node.inputs if v in self.ints)
 
+    def _int_param(self, name: str, array: np.ndarray) -> str:
+        return self.b.param(self.b.fresh(name), array)
+
     def _int_weights(self, value: str, w: np.ndarray, e_w: int) -> str:
-        return self.b.param(self.b.fresh(f"{value}_int8"), to_int8(w, e_w))
+        return self._int_param(f"{value}_int8", to_int8(w, e_w))
 
     @_rule(Op.CONV, Op.QCONV)
     def _conv(self, node: Node) -> bool:
         weights = self._weights(node, 1)
         if weights is None or (len(node.inputs) == 3 and node.inputs[2] not in self.g_params):
             return False
-        w, e_w = weights
         q_x, e_x = self._int_value(node.inputs[0])
-        q_w = self._int_weights(node.inputs[1], w, e_w)
         bias = self.g_params[node.inputs[2]] if len(node.inputs) == 3 else None
         c = node.attrs
-        self._requantised(
+        self._weighted(
             node,
             Op.QCONV,
-            [q_x, q_w],
-            e_x + e_w,
+            q_x,
+            e_x,
+            (node.inputs[1], weights),
             bias,
             lambda shift, lo, hi: QConvAttrs(
                 c.strides, c.pads, c.dilations, c.groups, shift, lo, hi
@@ -478,9 +567,8 @@ class _Quantizer:
         bias_is_param = len(node.inputs) < 3 or node.inputs[2] in self.g_params
         if weights is None or a.trans_a or not bias_is_param:
             return False
-        w = weights[0] * np.float32(a.alpha)
+        w = weights * np.float32(a.alpha)
         w = w if a.trans_b else w.T
-        e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
         bias = None
         if len(node.inputs) == 3:
             c = self.g_params[node.inputs[2]] * np.float32(a.beta)
@@ -488,12 +576,12 @@ class _Quantizer:
                 return False
             bias = np.broadcast_to(c.reshape(-1), (w.shape[0],))
         q_x, e_x = self._int_value(node.inputs[0])
-        q_w = self._int_weights(node.inputs[1], w, e_w)
-        self._requantised(
+        self._weighted(
             node,
             Op.QDENSE,
-            [q_x, q_w],
-            e_x + e_w,
+            q_x,
+            e_x,
+            (node.inputs[1], w),
             bias,
             lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
         )
@@ -513,9 +601,9 @@ class _Quantizer:
         Add of a constant ``[M]`` bias that alone reads the product is folded into it."""
         weights = self._weights(node, 1)
         x_type = self.graph.types[node.inputs[0]]
-        if weights is None or weights[0].ndim != 2 or len(x_type.shape) < 2:
+        if weights is None or weights.ndim != 2 or len(x_type.shape) < 2:
             return False
-        w = np.ascontiguousarray(weights[0].T)  # [M, K]
+        w = np.ascontiguousarray(weights.T)  # [M, K]
         out_shape = self.graph.types[node.outputs[0]].shape
         fused, bias = node, None
         added = self.biases.get(node.name)
@@ -530,13 +618,12 @@ class _Quantizer:
             q_x = self.flat[node.inputs[0]]
         else:
             q_x = self._reshaped(q_x, (rows, x_type.shape[-1]), f"{node.name}_flatten")
-        e_w = exponent(float(np.max(np.abs(w))) if w.size else 0.0)
-        q_w = self._int_weights(node.inputs[1], w, e_w)
-        self._requantised(
+        self._weighted(
             fused,
             Op.QDENSE,
-            [q_x, q_w],
-            e_x + e_w,
+            q_x,
+            e_x,
+            (node.inputs[1], w),
             bias,
             lambda shift, lo, hi: QDenseAttrs(shift, lo, hi),
             channels=w.shape[0],
@@ -594,9 +681,8 @@ class _Quantizer:
         value, e_y = self._finish(node, act)
         e = max(e_a, e_b)
         e_y = min(e_y, e)
-        hi = 127 if math.isinf(hi_float) else int(min(127, math.floor(hi_float * 2.0**e_y)))
         out = self._int_name(value)
-        attrs = QAddAttrs(e - e_a, e - e_b, e - e_y, lo, hi)
+        attrs = QAddAttrs(e - e_a, e - e_b, e - e_y, lo, _high(hi_float, e_y))
         self.b.add(Op.QADD, [qa, qb], attrs, name=node.name, outputs=[out])
         self.ints[value] = (out, e_y)
         self.chosen.add(value)

@@ -489,14 +489,15 @@ def test_a_concatenation_of_partial_channel_blocks_runs_on_the_cpu_with_the_reas
     in_per_group=st.sampled_from([1, 2, 4, 8, 16, 32]),
     groups=st.integers(5, 40),
     out_per_group=st.sampled_from([1, 2]),
-    bias=st.booleans(),
+    requantisation=st.sampled_from(["shift", "bias", "per-channel"]),
     seed=st.integers(0, 2**16),
 )
 def test_split_grouped_computes_the_whole_convolution_bit_for_bit(
-    in_per_group, groups, out_per_group, bias, seed
+    in_per_group, groups, out_per_group, requantisation, seed
 ):
     """Depthwise (one channel a group) and grouped convolutions of any group width dividing or
-    divided by the channel block: the pieces compute the whole convolution, their MACs add up."""
+    divided by the channel block, requantised by a shift, with a bias, or per channel by a
+    multiplier and shifts: the pieces compute the whole convolution, their MACs add up."""
     channels = in_per_group * groups
     assume(channels > 16 and channels <= 160)
     rng = np.random.default_rng(seed)
@@ -504,9 +505,12 @@ def test_split_grouped_computes_the_whole_convolution_bit_for_bit(
     x = b.input("x", (1, channels, 5, 5), "int8")
     shape = (groups * out_per_group, in_per_group, 3, 3)
     inputs = [x, b.param("w", rng.integers(-128, 128, shape, dtype=np.int8))]
-    if bias:
-        bias_values = rng.integers(-999, 999, groups * out_per_group, dtype=np.int32)
-        inputs.append(b.param("b", bias_values))
+    outputs = groups * out_per_group
+    if requantisation != "shift":
+        inputs.append(b.param("b", rng.integers(-999, 999, outputs, dtype=np.int32)))
+    if requantisation == "per-channel":
+        inputs.append(b.param("m", rng.integers(1, 128, outputs, dtype=np.int8)))
+        inputs.append(b.param("s", rng.integers(0, 16, outputs, dtype=np.int8)))
     attrs = QConvAttrs((1, 1), (1, 1, 1, 1), (1, 1), groups, shift=7, lo=-20, hi=100)
     graph = b.build([b.add1(Op.QCONV, inputs, attrs, name="conv")])
     split = split_grouped(graph, Env(DEFAULT))
