@@ -362,15 +362,24 @@ def _pad_v11(n: OnnxNode) -> None:
 def _quant(op: Op) -> Converter:
     """QuantizeLinear (to one of QUANTIZED) and DequantizeLinear (of those or int32, as
     biases are) with a constant per-tensor float32 scale and zero point (0 for the float
-    types); QuantizeLinear saturates (``saturate`` must be 1, its default)."""
+    types); QuantizeLinear saturates (``saturate`` must be 1, its default). A DequantizeLinear
+    of a constant (a QDQ model's weights and biases) with per-axis scales becomes the float
+    constant it computes (:func:`_dequantized_constant`)."""
 
     def convert(n: OnnxNode) -> None:
         if n.attrs.get("block_size", 0):
             raise n.unsupported("blocked quantization is not supported")
         scale = n.const(1, "the scale")
         zero = n.const(2, "the zero point") if n.has(2) else None
-        if scale.size != 1 or (zero is not None and zero.size != 1):
-            raise n.unsupported("per-axis quantization is not supported (per-tensor only)")
+        per_axis = scale.size != 1 or (zero is not None and zero.size != 1)
+        if per_axis and op is Op.DEQUANTIZE and n.builder.param_of(n.inputs[0]) is not None:
+            n.builder.param(n.proto.output[0], _dequantized_constant(n, scale, zero))
+            return
+        if per_axis:
+            raise n.unsupported(
+                "per-axis quantization is not supported (per-tensor only, or per-axis "
+                "DequantizeLinear of a constant)"
+            )
         if scale.dtype != np.float32:
             raise n.unsupported(f"supports float32 scales only, not {scale.dtype}")
         if op is Op.QUANTIZE:
@@ -401,6 +410,29 @@ def _quant(op: Op) -> Converter:
         n.emit(op, n.inputs[:1], QuantAttrs(float(scale.reshape(())), int(zero_point), dtype))
 
     return convert
+
+
+def _dequantized_constant(n: OnnxNode, scale: np.ndarray, zero: np.ndarray | None) -> np.ndarray:
+    """``(x - zero_point) * scale`` of the constant input with per-axis float32 scales (and
+    zero points) along ``axis`` (default 1), in float32 as onnxruntime computes it (the
+    difference in int32)."""
+    x = n.const(0, "the quantized values")
+    if scale.dtype != np.float32:
+        raise n.unsupported(f"supports float32 scales only, not {scale.dtype}")
+    if x.dtype.kind not in "iu":
+        raise n.unsupported(f"dequantizes integer constants per axis only, not {x.dtype}")
+    axis = n.axis(int(n.attrs.get("axis", 1)), x.ndim)
+    if scale.shape != (x.shape[axis],) or (zero is not None and zero.shape != scale.shape):
+        raise n.error(
+            f"per-axis scales {list(scale.shape)} and zero points must have the "
+            f"{x.shape[axis]} entries of axis {axis} of {list(x.shape)}"
+        )
+    if zero is not None and zero.dtype != x.dtype:
+        raise n.error(f"the zero point is {zero.dtype}, the quantized values {x.dtype}")
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    offset = np.zeros(1, np.int32) if zero is None else zero.astype(np.int32).reshape(shape)
+    return (x.astype(np.int32) - offset).astype(np.float32) * scale.reshape(shape)
 
 
 converts(

@@ -35,6 +35,7 @@ or verify the loop IR's passes observe the model's stages too (and the lowering 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,7 +46,7 @@ import numpy as np
 from compiler.accel.emit import generate
 from compiler.accel.env import Env
 from compiler.codegen.target import Target
-from compiler.errors import CompileError, GraphError
+from compiler.errors import CompileError, GraphError, QuantizationWarning
 from compiler.frontend import import_model
 from compiler.graph.interpret import run_graph
 from compiler.graph.ir import Graph, node_names
@@ -53,6 +54,7 @@ from compiler.graph.limits import check_graph_size
 from compiler.graph.passes.calibrate import CalibrationMethod, QuantRecord, calibrate
 from compiler.graph.passes.calibrate import calibration_method as _method_named
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
+from compiler.graph.passes.qdq import fake_quant_pairs, strip_fake_quant
 from compiler.graph.passes.quantize import SCHEMES, quantize_with_records
 from compiler.graph.passes.simplify import simplify
 from compiler.model.grouped import split_grouped
@@ -170,6 +172,16 @@ def _quantize(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.graph)
     if _on_cpu(ctx):  # the CPU computes the float graph itself
         return replace(ctx, qgraph=graph)
+    pairs = len(fake_quant_pairs(graph))
+    if pairs:
+        warnings.warn(
+            f"the model's {pairs} QuantizeLinear/DequantizeLinear pair{'s' * (pairs > 1)} on "
+            "activations are read as the float values they round: vtaforge quantizes those "
+            "values with the scales calibration chooses, not the model's",
+            QuantizationWarning,
+            stacklevel=2,
+        )
+        graph = strip_fake_quant(graph)
     calibration = calibrate(graph, ctx.samples)
     mul_bits = ctx.env.cfg.mul_arg_bits
     qgraph, records = quantize_with_records(

@@ -13,6 +13,7 @@ from compiler.graph.passes.calibrate import (
     quantization_table,
 )
 from compiler.graph.passes.fold import fold_batch_norm, fold_constants
+from compiler.graph.passes.qdq import fake_quant_pairs, strip_fake_quant
 from compiler.graph.passes.quantize import quantize, quantize_with_records
 from compiler.graph.passes.simplify import simplify
 
@@ -24,10 +25,12 @@ __all__ = [
     "calibrate",
     "calibration_method",
     "exponent",
+    "fake_quant_pairs",
     "fold_batch_norm",
     "fold_constants",
     "quantization_table",
     "quantize",
     "quantize_with_records",
     "simplify",
+    "strip_fake_quant",
 ]
