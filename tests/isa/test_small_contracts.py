@@ -5,6 +5,7 @@ refused as such."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
@@ -19,6 +20,7 @@ from isa import (
     Register,
     Status,
     assemble,
+    config_id,
 )
 from isa.tokens import Token
 
@@ -47,3 +49,16 @@ def test_an_assignment_without_a_name_or_a_value_is_refused(token):
     line = f"LOAD memory_type=INP sram_base=0 dram_base=0 y_size=1 x_stride=1 {token}"
     with pytest.raises(AssemblyError, match=f"expected name=value, got {token!r}"):
         assemble(f".config {' '.join(f'{k}={v}' for k, v in cfg.to_dict().items())}\n{line}\n")
+
+
+def test_config_ids_are_the_first_four_bytes_of_the_fingerprints_digest():
+    """CONFIG_ID fills its 32 bits: the SHA-256 of each configuration's fingerprint, its first
+    four bytes big-endian, distinct for the presets and variants a board may carry."""
+    configs = [AccelConfig.preset(name) for name in ("default", "tiny")]
+    configs += [c.replace(alu_mul=False) for c in configs]
+    configs += [configs[0].replace(batch=2), configs[0].replace(block_out=32, block_in=32)]
+    ids = [config_id(cfg) for cfg in configs]
+    for cfg, value in zip(configs, ids, strict=True):
+        digest = hashlib.sha256(cfg.fingerprint.encode()).digest()
+        assert value == int.from_bytes(digest[:4], "big") and 0 <= value < 2**32
+    assert len(set(ids)) == len(ids)
