@@ -2,6 +2,8 @@
 configuration into a :class:`CompiledModel`, through one named list of stages.
 
 The stages, in order (:data:`STAGES`): ``import`` (a frontend), ``fold_constants``,
+``strip_fake_quant`` (for the accelerator: a QDQ model's Quantize/Dequantize pairs on
+activations as the float operations they stand for, :mod:`compiler.graph.passes.qdq`),
 ``fold_batch_norm``, ``quantize`` (calibrated on the given samples; fuses conv + bias + relu +
 requantisation and add + relu), ``simplify`` (chains of reshapes and transposes as one node,
 repeated nodes merged), ``split_grouped`` (a grouped or depthwise convolution wider than a
@@ -168,20 +170,29 @@ def _on_cpu(ctx: CompileContext) -> bool:
     return ctx.target.split()[0] == "llvm"
 
 
+def _strip_fake_quant(ctx: CompileContext) -> CompileContext:
+    """For the accelerator, a QDQ model's fake-quantization pairs read as the float operations
+    they stand for (:func:`~compiler.graph.passes.qdq.strip_fake_quant`, before batch norm is
+    folded: a pair may stand between a convolution and its batch norm), with a warning that
+    the model's activation scales are replaced; the CPU computes the model as it is."""
+    graph = _made(ctx.graph)
+    pairs = 0 if _on_cpu(ctx) else len(fake_quant_pairs(graph))
+    if not pairs:
+        return ctx
+    warnings.warn(
+        f"the model's {pairs} QuantizeLinear/DequantizeLinear pair{'s' * (pairs > 1)} on "
+        "activations are read as the float operations they stand for: vtaforge quantizes those "
+        "values with the scales calibration chooses, not the model's",
+        QuantizationWarning,
+        stacklevel=2,
+    )
+    return replace(ctx, graph=strip_fake_quant(graph))
+
+
 def _quantize(ctx: CompileContext) -> CompileContext:
     graph = _made(ctx.graph)
     if _on_cpu(ctx):  # the CPU computes the float graph itself
         return replace(ctx, qgraph=graph)
-    pairs = len(fake_quant_pairs(graph))
-    if pairs:
-        warnings.warn(
-            f"the model's {pairs} QuantizeLinear/DequantizeLinear pair{'s' * (pairs > 1)} on "
-            "activations are read as the float values they round: vtaforge quantizes those "
-            "values with the scales calibration chooses, not the model's",
-            QuantizationWarning,
-            stacklevel=2,
-        )
-        graph = strip_fake_quant(graph)
     calibration = calibrate(graph, ctx.samples)
     mul_bits = ctx.env.cfg.mul_arg_bits
     qgraph, records = quantize_with_records(
@@ -272,6 +283,7 @@ def _made(value: Any) -> Any:
 STAGES: tuple[Pass[CompileContext], ...] = (
     Pass("import", _import),
     Pass("fold_constants", lambda c: replace(c, graph=fold_constants(_made(c.graph)))),
+    Pass("strip_fake_quant", _strip_fake_quant),
     Pass("fold_batch_norm", lambda c: replace(c, graph=fold_batch_norm(_made(c.graph)))),
     Pass("quantize", _quantize),
     Pass("simplify", lambda c: replace(c, qgraph=simplify(_made(c.qgraph), keep=c.cpu_only))),

@@ -10,10 +10,11 @@ grid as float values, the activations get the scales calibration chooses (not th
 
 A pair rounds to its grid and saturates at the quantized type's ends. Where the low end is
 zero (a zero point at the type's least value, as onnxruntime writes a ReLU it fuses into the
-quantization of an asymmetric activation) the saturation is the model's activation, and the
-pair becomes ``Clip(0, (max - zero_point) * scale)``, which the quantizer fuses into the
-layer before it; otherwise only values past the model's calibrated range saturate, and the
-pair becomes its input.
+quantization of an asymmetric activation) and the value may be negative (it is no ReLU or
+clip at zero, or pooling or data movement of one), the saturation is the model's activation,
+and the pair becomes ``Clip(0, (max - zero_point) * scale)``, which the quantizer fuses into
+the layer before it; otherwise only values past the model's calibrated range saturate, and the
+pair becomes its input (vtaforge's own calibration decides what saturates).
 """
 
 from __future__ import annotations
@@ -54,14 +55,15 @@ def strip_fake_quant(graph: Graph) -> Graph:
         return graph
     quantizes = {q.name for q, _ in pairs}
     clips: dict[str, ClipAttrs | None] = {}
-    bounded: dict[str, float] = {}  # value -> the high end of the clip at zero it passed
+    clipped: set[str] = set()  # pairs' outputs that are never negative
     for q, dq in pairs:
         clip = _saturation(dq)
-        if clip is not None and _within(graph, q.inputs[0], clip.hi, bounded):
-            clip = None  # the value is clipped at zero below this high end already
+        non_negative = _non_negative(graph, q.inputs[0], clipped)
+        if non_negative:
+            clip = None  # clipped at zero already: only outliers would saturate
         clips[dq.name] = clip
-        if clip is not None:
-            bounded[dq.outputs[0]] = clip.hi
+        if clip is not None or non_negative:
+            clipped.add(dq.outputs[0])
     replaced = {dq.outputs[0]: q.inputs[0] for q, dq in pairs if clips[dq.name] is None}
     sources = {dq.name: q.inputs[0] for q, dq in pairs}
     builder = GraphBuilder(graph.name)
@@ -92,19 +94,35 @@ def _saturation(dequantize: Node) -> ClipAttrs | None:
     return ClipAttrs(0.0, float((high - a.zero_point) * a.scale))
 
 
-#: Operators whose output holds only elements of their input.
-_MOVES = (Op.FLATTEN, Op.RESHAPE, Op.IDENTITY, Op.TRANSPOSE, Op.MAX_POOL)
+#: Operators whose every output element lies between their input's least and greatest ones
+#: (data movement, max pooling and averages).
+_WITHIN = (
+    Op.FLATTEN,
+    Op.RESHAPE,
+    Op.IDENTITY,
+    Op.TRANSPOSE,
+    Op.MAX_POOL,
+    Op.GLOBAL_AVERAGE_POOL,
+)
 
 
-def _within(graph: Graph, value: str, high: float, bounded: dict[str, float]) -> bool:
-    """Whether ``value`` is a clip at zero (of this pass, in ``bounded``) to at most ``high``,
-    or data movement of one."""
-    while value not in bounded:
+def _non_negative(graph: Graph, value: str, clipped: set[str]) -> bool:
+    """Whether ``value`` is one of the ``clipped`` values (pairs' outputs known non-negative)
+    or the output of a ReLU or a clip at zero, or an operator of :data:`_WITHIN` applied to
+    one."""
+    while value not in clipped:
         producer = graph.producer(value)
-        if producer is None or producer.op not in _MOVES:
+        if producer is not None and _clips_at_zero(producer):
+            return True
+        if producer is None or producer.op not in _WITHIN:
             return False
         value = producer.inputs[0]
-    return bounded[value] <= high
+    return True
+
+
+def _clips_at_zero(node: Node) -> bool:
+    """Whether ``node`` is a ReLU, or a clip whose low end is at least zero."""
+    return node.op is Op.RELU or (node.op is Op.CLIP and node.attrs.lo >= 0)
 
 
 def _source(value: str, replaced: dict[str, str]) -> str:

@@ -20,7 +20,7 @@ from compiler.errors import QuantizationWarning
 from compiler.frontend import from_onnx
 from compiler.graph import GraphBuilder, Op
 from compiler.graph.interpret import run_graph
-from compiler.graph.ir import AxisAttrs, QuantAttrs
+from compiler.graph.ir import AxisAttrs, BatchNormAttrs, ConvAttrs, QuantAttrs
 from compiler.graph.passes import fake_quant_pairs, strip_fake_quant
 from compiler.model import compile_model
 from compiler.zoo import onnx_bytes
@@ -220,3 +220,52 @@ def test_an_onnxruntime_qdq_model_runs_whole_on_the_accelerator(digits_qdq, per_
     ours = np.concatenate(ours)
     assert np.all(ours.argmax(1) == theirs.argmax(1))
     assert np.linalg.norm(ours - theirs) / np.linalg.norm(theirs) < 0.05
+
+
+def test_a_pair_between_a_convolution_and_its_batch_norm_lets_it_fold():
+    """onnxruntime quantizes an unfused model with a pair between each convolution and its
+    batch norm: the pairs go before batch norm is folded, so the compiled model holds no
+    BatchNormalization and its convolutions run on the accelerator."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder("conv_qdq_bn")
+    x = b.input("x", (1, 16, 6, 6))
+    w = b.param("w", (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32))
+    conv = b.add1(Op.CONV, [x, w], ConvAttrs(pads=(1, 1, 1, 1)), name="conv")
+    q = QuantAttrs(0.02)
+    rounded = b.add1(Op.DEQUANTIZE, [b.add1(Op.QUANTIZE, [conv], q, name="q")], q, name="dq")
+    stats = [
+        b.param(name, value.astype(np.float32))
+        for name, value in (
+            ("gamma", rng.uniform(0.5, 1.5, 16)),
+            ("beta", rng.normal(size=16)),
+            ("mean", rng.normal(size=16)),
+            ("var", rng.uniform(0.5, 2, 16)),
+        )
+    ]
+    bn = b.add1(Op.BATCH_NORM, [rounded, *stats], BatchNormAttrs(), name="bn")
+    graph = b.build([b.add1(Op.RELU, [bn], name="relu")])
+    samples = [[rng.standard_normal((1, 16, 6, 6)).astype(np.float32)] for _ in range(2)]
+    with pytest.warns(QuantizationWarning, match="1 QuantizeLinear/DequantizeLinear pair on"):
+        compiled = compile_model(graph, calibration=samples)
+    assert [(s.op, s.device) for s in compiled.image.steps if s.op == "QConv"] == [
+        ("QConv", "accel")
+    ]
+    assert not any(s.op == "BatchNormalization" for s in compiled.image.steps)
+
+
+def test_a_pair_after_a_relu_or_its_average_clips_nothing_more():
+    """A pair saturating at zero over a value that is never negative (a ReLU's output, its
+    average pool, a pair's output over either) becomes its input: no clip is added."""
+    b = GraphBuilder("relu_pairs")
+    x = b.input("x", (1, 4, 3, 3))
+    q = QuantAttrs(0.1, -128, "int8")
+    r = b.add1(Op.RELU, [x], name="relu")
+    a = b.add1(Op.DEQUANTIZE, [b.add1(Op.QUANTIZE, [r], q, name="q1")], q, name="dq1")
+    g = b.add1(Op.GLOBAL_AVERAGE_POOL, [a], name="gap")
+    y = b.add1(Op.DEQUANTIZE, [b.add1(Op.QUANTIZE, [g], q, name="q2")], q, name="dq2")
+    graph = b.build([y])
+    assert [n.op for n in strip_fake_quant(graph).nodes] == [
+        Op.RELU,
+        Op.GLOBAL_AVERAGE_POOL,
+        Op.IDENTITY,
+    ]
