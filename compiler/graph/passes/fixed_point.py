@@ -10,6 +10,11 @@ e_y - t_c)``, the least such scale at or above ``a_c / 127`` (so no weight is cl
 int8 weights use at least 64/65 of their range). The requantisation then has no rounding of
 its own beyond the final shift's.
 
+Weights that already lie on an int8 grid (a model quantized before, its weights read as
+``q * s_c`` with integer ``|q| <= 127``: per channel ``s_c = a_c / 127``, or per tensor, the
+largest channel's) keep that grid: the int8 weights are ``q`` and ``m_c`` is the rounded
+``r_c * 2**t_c``, within 1/128 of the rescale, instead of re-quantizing the weights.
+
 The product ``acc * m_c`` must stay within 32 bits: where the int8 weights' largest absolute
 row sum could take it past ``2**30``, the accumulator is first shifted right by ``shift`` bits
 (the truncation's mean error compensated in the bias). The bias carries the float bias at the
@@ -58,13 +63,14 @@ def fixed_point(w: np.ndarray, bias: np.ndarray | None, e_x: int, e_y: int) -> F
     rows = np.asarray(w, dtype=np.float64).reshape(w.shape[0], -1)
     magnitude = np.max(np.abs(rows), axis=1) if rows.shape[1] else np.zeros(rows.shape[0])
     b = np.zeros(rows.shape[0]) if bias is None else np.asarray(bias, np.float64).reshape(-1)
+    grid = _grid(rows, magnitude)
     while True:
-        ratio = magnitude / 127.0 * 2.0 ** (e_y - e_x)
+        ratio = np.where(grid > 0, grid, magnitude / 127.0) * 2.0 ** (e_y - e_x)
         t = _exponents(ratio)
-        shift = _pre_shift(_quantized(rows, ratio, t, e_x, e_y)[2], ratio, t)
+        shift = _pre_shift(_quantized(rows, ratio, t, e_x, e_y, grid)[2], ratio, t)
         # the bias must fit at the product's scale; a channel of zero weights needs no shift
         t = np.where(magnitude > 0, np.minimum(t, shift + _bias_room(b, e_y)), shift)
-        m, scales, q = _quantized(rows, ratio, t, e_x, e_y)
+        m, scales, q = _quantized(rows, ratio, t, e_x, e_y, grid)
         shifts = t - shift
         if shifts.min() < 0:  # the output scale is too fine for the inputs: make it coarser
             e_y -= int(-shifts.min())
@@ -81,15 +87,38 @@ def fixed_point(w: np.ndarray, bias: np.ndarray | None, e_x: int, e_y: int) -> F
 
 
 def _quantized(
-    rows: np.ndarray, ratio: np.ndarray, t: np.ndarray, e_x: int, e_y: int
+    rows: np.ndarray,
+    ratio: np.ndarray,
+    t: np.ndarray,
+    e_x: int,
+    e_y: int,
+    grid: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(multipliers, weight scales, int8 weights as floats) for the exponents ``t``: the least
     multiplier with ``m * 2**-t >= ratio`` (1 for a zero ratio) and the scale that makes the
-    requantisation exact."""
+    requantisation exact; on a channel of the ``grid`` (its scale there, else 0), that scale
+    and the nearest multiplier (at least 1)."""
+    on_grid = grid > 0
     m = np.where(ratio > 0, np.ceil(ratio * 2.0**t), 1.0)
-    scales = m * 2.0 ** (e_x - e_y - t)
+    m = np.where(on_grid, np.maximum(1.0, np.round(ratio * 2.0**t)), m)
+    scales = np.where(on_grid, grid, m * 2.0 ** (e_x - e_y - t))
     q = np.clip(np.round(rows / scales[:, None]), -127, 127)
     return m, scales, q
+
+
+def _grid(rows: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """Per channel, the scale ``s`` of an int8 grid its weights lie on (``w = q * s`` with
+    integer ``|q| <= 127`` up to float32 rounding; ``s`` the channel's largest magnitude, or
+    the tensor's, over 127), else 0."""
+    out = np.zeros(rows.shape[0])
+    if not rows.size:
+        return out
+    for candidate in (magnitude / 127.0, np.full(rows.shape[0], magnitude.max() / 127.0)):
+        live = (magnitude > 0) & (out == 0)  # (a channel of zeros needs no grid)
+        steps = rows[live] / candidate[live, None]
+        on = np.all(np.abs(steps - np.round(steps)) < 1e-3, axis=1)
+        out[np.flatnonzero(live)[on]] = candidate[live][on]
+    return out
 
 
 def _bias_room(b: np.ndarray, e_y: int) -> np.ndarray:

@@ -29,6 +29,18 @@ def layers(draw):
     return w, bias, draw(st.integers(-4, 12)), draw(st.integers(-4, 12))
 
 
+def _on_a_grid(w: np.ndarray) -> np.ndarray:
+    """Per channel, whether its weights are integers times its (or the tensor's) largest
+    magnitude over 127: an int8 grid that fixed_point keeps."""
+    magnitude = np.max(np.abs(w), axis=1)
+    out = np.zeros(len(w), bool)
+    for scale in (magnitude, np.full(len(w), magnitude.max())):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = w / (scale[:, None] / 127)
+        out |= (magnitude > 0) & np.all(np.abs(steps - np.round(steps)) < 1e-3, axis=1)
+    return out
+
+
 def _int32_python(values) -> list[int]:
     """Python integers wrapped to int32 (two's complement)."""
     return [((int(v) + 2**31) % 2**32) - 2**31 for v in values]
@@ -49,8 +61,14 @@ def test_the_integers_fit_the_alu_and_clip_no_weight(layer):
     full = (fp.multiplier >= 64) & (magnitude > 0)
     assert np.all(np.max(np.abs(fp.weights), axis=1)[full] >= 125)
     # the requantisation is the weight scale exactly: m * 2**-(shift + shifts) = s * 2**(e_y-e_x)
-    ratio = fp.multiplier * 2.0 ** -(fp.shift + fp.shifts.astype(np.int64))
-    np.testing.assert_allclose(ratio, fp.scales * 2.0 ** (fp.e_y - e_x), rtol=1e-12)
+    # (the nearest multiplier on a channel whose weights were on an int8 grid already, which
+    # it keeps)
+    total = 2.0 ** (fp.shift + fp.shifts.astype(np.int64))
+    wanted = fp.scales * 2.0 ** (fp.e_y - e_x)
+    grid = _on_a_grid(w)
+    np.testing.assert_allclose(fp.multiplier[~grid] / total[~grid], wanted[~grid], rtol=1e-12)
+    nearest = np.abs(fp.multiplier - wanted * total) <= 0.5 + 1e-9
+    assert np.all((nearest | (fp.multiplier == 1))[grid])
     # no product leaves 32 bits for any int8 input: the worst |acc| times the multiplier
     worst = 128 * np.sum(np.abs(fp.weights.astype(np.int64)), axis=1)
     assert np.all(-(-worst // 2**fp.shift) * fp.multiplier + np.abs(fp.bias) < 2**31)
@@ -75,9 +93,26 @@ def test_the_requantised_output_is_the_float_layer_within_one_step(layer, seed):
     # scale); a pre-shift truncates the accumulator, which the multiplier scales
     step = fp.multiplier * 2.0 ** -fp.shifts.astype(np.float64)
     tolerance = 0.5 + 2.0 ** -(fp.shifts.astype(np.float64) + 1) + step * (fp.shift > 0)
+    rounded = _on_a_grid(w) * 0.5 / fp.multiplier  # the multiplier's rounding, on a grid
+    tolerance += rounded * np.abs(want - bias * 2.0**fp.e_y)
     fits = np.abs(bias * 2.0 ** (fp.e_y + fp.shifts.astype(np.float64))) < 2**29
     assert np.all((np.abs(np.array(got) - want) <= tolerance + 1e-9)[fits])
     assert np.all(np.sign(np.array(got)[~fits]) == np.sign(bias[~fits]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.integers(-2, 10), st.integers(-2, 10))
+def test_weights_on_an_int8_grid_keep_it(seed, per_channel, e_x, e_y):
+    """Weights a model quantized already (``q * s`` in float32, as a QDQ model's dequantized
+    weights are; the scale per channel or per tensor) come back as ``q`` exactly."""
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-127, 128, size=(6, 40))
+    q[:, 0] = 127  # the largest magnitude of each channel spans the range
+    scales = rng.uniform(1e-4, 1e-1, size=(6, 1)) if per_channel else np.full((6, 1), 0.01)
+    w = (q * scales).astype(np.float32)
+    fp = fixed_point(w, None, e_x, e_y)
+    np.testing.assert_array_equal(fp.weights, q)
+    np.testing.assert_allclose(fp.scales, scales.ravel(), rtol=1e-6)
 
 
 def test_a_scale_too_fine_for_the_inputs_is_made_coarser():
