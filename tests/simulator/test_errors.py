@@ -393,7 +393,21 @@ def test_reloading_stored_data_without_a_token_is_a_race_on_its_bytes():
         assert err.buffer == "DRAM"
         assert err.rows == tuple(range(out.address + 4, out.address + 12))
         assert {err.earlier[0], err.later[0]} == {store, load}
-        assert "race on DRAM bytes" in str(err)
+        first, last = out.address + 4, out.address + 11
+        assert f"race on DRAM bytes {first}..{last} (8): " in str(err)
+
+
+def test_a_race_names_one_row_a_span_or_a_sample_of_its_rows():
+    program, _ = _store_then_load(4, {"y_size": 1, "x_size": 2, "offset": 1}, {"x_size": 4})
+    store, load = program.instructions[2], program.instructions[3]
+    earlier, later = (2, store, "writes"), (3, load, "reads")
+    for rows, shown in (
+        ([7], "7"),
+        ([3, 0, 1, 2], "0..3 (4)"),
+        ([0, 2, 4, 6, 8, 10, 12], "0, 2, 4, 6, 8, 10, ... (7)"),
+    ):
+        message = str(RaceError("ACC", rows, earlier, later))
+        assert message.startswith(f"race on ACC rows {shown}: instruction 2 "), message
 
 
 def test_a_strided_store_races_only_on_the_bytes_of_its_rows():
