@@ -13,7 +13,9 @@ from compiler.frontend import from_onnx
 from compiler.model import compile_model
 from compiler.zoo import onnx_bytes
 from compiler.zoo.digits import load_digits_split, train_digits_cnn
+from isa import AccelConfig
 from runtime.cli import main
+from runtime.model import load_model
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +156,34 @@ def test_run_names_its_memory_timing_takes_another_and_writes_the_report(digits,
         main(["run", str(vtaf), "--input", x, "--device", "fsim", "--set", "read_latency=4"]) == 1
     )
     assert "set the sim device's memory timing; fsim has none" in capsys.readouterr().err
+
+
+def test_compile_quantizes_per_channel_when_asked(digits, capsys, tmp_path):
+    """--quant-scheme per-channel: the convolutions and the dense layer carry a multiplier
+    and shifts, and the model runs to its reference; an unknown scheme is one line, status 1;
+    a configuration without the ALU multiplier refuses the scheme as one line too."""
+    vtaf = tmp_path / "pc.vtaf"
+    argv = ["compile", str(digits / "digits.onnx"), "--calibrate", str(digits / "calib.npz")]
+    assert main([*argv, "--quant-scheme", "per-channel", "-o", str(vtaf)]) == 0
+    capsys.readouterr()
+    compiled = compile_model(
+        from_onnx((digits / "digits.onnx").read_bytes()),
+        calibration=list(np.load(digits / "calib.npz")["x"]),
+        scheme="per-channel",
+    )
+    x = np.load(digits / "x.npy")
+    got = next(iter(load_model(vtaf).run([x], "fsim").outputs.values()))
+    np.testing.assert_array_equal(got, compiled.reference([x])[0])
+    with pytest.raises(SystemExit) as usage:
+        main([*argv, "--quant-scheme", "fixed", "-o", str(vtaf)])
+    assert usage.value.code == 1
+    err = capsys.readouterr().err
+    assert "'per-channel'" in err and len(err.strip().splitlines()) == 1
+    config = tmp_path / "nomul.json"
+    config.write_text(AccelConfig.preset("default").replace(alu_mul=False).to_json())
+    assert (
+        main([*argv, "--quant-scheme", "per-channel", "--config", str(config), "-o", str(vtaf)])
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert "alu_mul=False" in err and len(err.strip().splitlines()) == 1
