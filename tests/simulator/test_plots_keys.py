@@ -114,3 +114,23 @@ def test_runs_at_one_place_are_keyed_and_labelled_beside_their_points():
     }
     assert len(markers) == 2
     _close(fig)
+
+
+def test_the_timeline_draws_each_token_wait_from_taken_to_start():
+    """Each hatched bar is an instruction's wait for its tokens: from the cycle after its
+    module took it to the cycle it started (where its own bar begins)."""
+    stats = _run(demo_gemm_program(TINY))
+    waits = {(i.taken + 1, i.started) for i in stats.instructions if i.token_wait > 0}
+    assert waits  # the demo's modules do wait for tokens
+    fig = timeline_figure(stats)
+    try:
+        drawn = set()
+        for collection in fig.axes[0].collections:
+            if collection.get_hatch() != "//":
+                continue
+            for path in collection.get_paths():
+                xs = path.vertices[:, 0]
+                drawn.add((int(round(xs.min())), int(round(xs.max()))))
+        assert drawn == waits
+    finally:
+        _close(fig)
