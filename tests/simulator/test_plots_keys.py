@@ -130,7 +130,7 @@ def test_the_timeline_draws_each_token_wait_from_taken_to_start():
                 continue
             for path in collection.get_paths():
                 xs = path.vertices[:, 0]
-                drawn.add((int(round(xs.min())), int(round(xs.max()))))
+                drawn.add((round(float(xs.min())), round(float(xs.max()))))
         assert drawn == waits
     finally:
         _close(fig)
