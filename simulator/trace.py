@@ -29,7 +29,8 @@ def chrome_trace(stats: CycleStats, name: str = "vtaforge") -> dict[str, Any]:
     """The trace of ``stats`` as a JSON-ready dict (``{"traceEvents": [...]}``)."""
     us = 1.0 / stats.config.clock_mhz  # one cycle, in microseconds
     events: list[dict[str, Any]] = [
-        _meta("process_name", 0, f"{name} on {stats.config.fingerprint}"),
+        # (a process's name: the trace format reads no thread id on it)
+        _meta("process_name", 0, f"{name} on {stats.config.fingerprint}"),  # pragma: no mutate
         *(_meta("thread_name", tid, track) for track, tid in TRACKS.items()),
         *(_meta("thread_sort_index", tid, tid) for tid in TRACKS.values()),
     ]
